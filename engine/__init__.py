@@ -1,0 +1,1 @@
+"""Everything that generates: trace types, samplers, backends, catalog, agent loop, benchmarks."""

@@ -1,0 +1,1 @@
+"""Model backends: one small protocol, several families (DESIGN.md, "Backends")."""

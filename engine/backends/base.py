@@ -1,0 +1,84 @@
+"""The backend protocol. A backend owns the model, tokenizer, device and cache;
+samplers own the decisions. `engine.generate` drives either kind.
+
+Diffusion backends see the generated span as a `canvas` (1, L) of ids, mask id where
+undecided, and a `block` slice of it. Logits they return are already aligned to the
+positions they predict: a backend whose model predicts position i from hidden i-1
+(`logit_shift`, Dream / Fast-dLLM v2) shifts internally, so samplers never see it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+
+class BackendError(RuntimeError):
+    """A model could not be loaded or run; the message is a sentence for a person."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    family: str                 # "diffusion" or "autoregressive"
+    tokenizer: object           # a transformers tokenizer (or anything with encode/decode)
+    device: torch.device
+    eos_ids: frozenset[int]     # ids that end generation (EOS, end-of-turn)
+    pad_id: int | None
+    max_length: int             # context the model can take: prompt + generated
+
+    def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
+        """Prompt ids for a chat (role/content dicts), ending where the assistant speaks."""
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of a span, special tokens removed."""
+
+    def token_piece(self, token_id: int) -> str:
+        """Display text of one token (for the token grid)."""
+
+
+@runtime_checkable
+class DiffusionBackend(Backend, Protocol):
+    mask_id: int
+    logit_shift: bool
+
+    def prefill(self, prompt_ids: torch.Tensor) -> None:
+        """Start a generation: (1, P) prompt ids. Resets and fills any cache."""
+
+    def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
+        """Logits (1, len(block), V) for the positions of `block` in the (1, L) canvas.
+        Reads the cache, never writes it."""
+
+    def commit(self, canvas: torch.Tensor, block: slice) -> None:
+        """The block is final: write it to the KV cache / recurrent state (no-op without one)."""
+
+
+@runtime_checkable
+class AutoregressiveBackend(Backend, Protocol):
+    def prefill(self, prompt_ids: torch.Tensor) -> torch.Tensor:
+        """Start a generation: (1, P) prompt ids -> logits (1, V) for the next token."""
+
+    def step(self, token_id: int) -> torch.Tensor:
+        """Append one token -> logits (1, V) for the next one."""
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """`auto` = cuda > mps > cpu."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise BackendError("Device 'cuda' was asked for, but no CUDA GPU is visible; use --device cpu or auto.")
+    if name not in ("cpu", "cuda", "mps"):
+        raise BackendError(f"Unknown device {name!r}; choose auto, cpu, cuda or mps.")
+    return torch.device(name)
+
+
+def pick_dtype(device: torch.device) -> torch.dtype:
+    """bf16 on CUDA, fp32 elsewhere."""
+    return torch.bfloat16 if device.type == "cuda" else torch.float32

@@ -1,0 +1,1 @@
+"""Triton kernels and their PyTorch reference twins. Imports only torch and triton."""

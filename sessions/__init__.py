@@ -1,0 +1,1 @@
+"""The local session store (sqlite-utils): conversations, turns, generations, frames, tool calls."""

@@ -1,0 +1,1 @@
+"""Pure functions from traces to HTML, plots, standalone replays and LaTeX."""
