@@ -1,0 +1,192 @@
+"""Benchmarks as CLIs: JSON and a readable table, never a timed unit test.
+
+    python -m engine.bench agent --model A [--baseline B] [--tasks 49] [--attempts 3] [--json]
+
+`agent` runs the fixed held-out tasks (engine/world/heldout_tasks.json): every attempt of a
+task uses its own seed, both models run in this one process, interleaved per task (their order
+alternating between attempts) after one warm-up episode each. Per model: attempts,
+successes, success_rate, pass_hat_3 (tau-bench pass^k, k = 3: mean over tasks of
+C(c, k) / C(n, k)), median / p90 task seconds, mean NFE per task, tokens per forward, and
+failures by error_type; median_ratio = median_task_s of A / that of B.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable
+from math import comb
+from typing import Any
+
+from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
+from engine.trace import ConfigError, GenerationConfig
+from engine.world.grader import ERROR_TYPES
+from engine.world.tasks import load_heldout_tasks
+
+PASS_K = 3
+DEFAULT_CONFIG = GenerationConfig(gen_length=128, block_size=16, steps=16, sampler="threshold", threshold=0.9)
+
+
+def pass_hat_k(counts: list[tuple[int, int]], k: int = PASS_K) -> float | None:
+    """tau-bench pass^k from (successes c, attempts n) per task; None when some n < k."""
+    if not counts or any(n < k for _, n in counts):
+        return None
+    return sum(comb(c, k) / comb(n, k) for c, n in counts) / len(counts)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
+    """One model's numbers from its (task_id, transcript) list."""
+    per_task: dict[str, list[bool]] = {}
+    for task_id, t in episodes:
+        per_task.setdefault(task_id, []).append(t.success)
+    seconds = [t.seconds for _, t in episodes]
+    nfe = sum(t.nfe for _, t in episodes)
+    successes = sum(t.success for _, t in episodes)
+    errors = Counter(t.error_type for _, t in episodes if not t.success)
+    return {
+        "attempts": len(episodes), "successes": successes,
+        "success_rate": successes / len(episodes) if episodes else 0.0,
+        "pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_task.values()]),
+        "median_task_s": statistics.median(seconds) if seconds else 0.0,
+        "p90_task_s": percentile(seconds, 90) if seconds else 0.0,
+        "mean_nfe": nfe / len(episodes) if episodes else 0.0,
+        "tokens_per_forward": sum(t.new_tokens for _, t in episodes) / nfe if nfe else 0.0,
+        "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
+    }
+
+
+def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
+                        config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
+                        system: str | None = "auto", warmup: bool = True,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run every task `attempts` times on every backend, interleaved; the first name is A,
+    the second (if any) the baseline B."""
+    if not backends:
+        raise ValueError("Give at least one backend to benchmark.")
+    if not tasks or attempts < 1:
+        raise ValueError("Give at least one task and one attempt.")
+    names = list(backends)
+    if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
+        for name in names:
+            run_episode(backends[name], tasks[0], config, max_steps=max_steps, system=system)
+    episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
+    total, done = len(tasks) * attempts * len(names), 0
+    for task in tasks:
+        for attempt in range(attempts):
+            seeded = config.replace(seed=config.seed + attempt)
+            for name in (names if attempt % 2 == 0 else names[::-1]):
+                transcript = run_episode(backends[name], task, seeded, max_steps=max_steps, system=system)
+                episodes[name].append((task["id"], transcript))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    models = {name: summarize(episodes[name]) for name in names}
+    ratio = None
+    if len(names) > 1 and models[names[1]]["median_task_s"] > 0:
+        ratio = models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
+    return {"models": models, "median_ratio": ratio, "tasks": len(tasks), "attempts": attempts,
+            "config": config.to_dict()}
+
+
+# -- CLI -------------------------------------------------------------------------------------
+def progress_bar(stream=sys.stderr, width: int = 30) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        filled = width * done // total
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} episodes")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+    return show
+
+
+def table(report: dict[str, Any]) -> str:
+    head = f"{'model':<28} {'success':>9} {'pass^3':>7} {'median s':>9} {'p90 s':>8} {'NFE':>7} {'tok/fwd':>8}  errors"
+    rows = [head, "-" * len(head)]
+    for name, m in report["models"].items():
+        p3 = "-" if m["pass_hat_3"] is None else f"{m['pass_hat_3']:.3f}"
+        errors = ", ".join(f"{k} {v}" for k, v in m["errors"].items()) or "none"
+        label = name if len(name) <= 28 else "..." + name[-25:]
+        rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
+                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>8.2f}  {errors}")
+    if report["median_ratio"] is not None:
+        rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
+    return "\n".join(rows)
+
+
+def load_model(spec: str, device: str) -> Any:
+    """A catalog name or model folder, or `py:module:function` (a factory; tests, custom backends)."""
+    if spec.startswith("py:"):
+        module, _, function = spec[3:].partition(":")
+        if not function:
+            raise ValueError(f"'{spec}' should look like py:package.module:function.")
+        return getattr(importlib.import_module(module), function)()
+    from engine.catalog import load_backend
+
+    return load_backend(spec, device)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    agent = sub.add_parser("agent", help="success and speed on the held-out agent tasks")
+    agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
+    agent.add_argument("--baseline", help="model B, run interleaved with A")
+    agent.add_argument("--tasks", type=int, default=49, help="how many of the held-out tasks (default all 49)")
+    agent.add_argument("--attempts", type=int, default=3)
+    agent.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    agent.add_argument("--device", default="auto")
+    agent.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
+    agent.add_argument("--tasks-file", help="a JSON task list instead of the committed held-out set")
+    agent.add_argument("--no-warmup", action="store_true")
+    for key in ("gen_length", "block_size", "steps", "seed"):
+        agent.add_argument(f"--{key.replace('_', '-')}", type=int, default=getattr(DEFAULT_CONFIG, key))
+    agent.add_argument("--sampler", default=DEFAULT_CONFIG.sampler)
+    agent.add_argument("--threshold", type=float, default=DEFAULT_CONFIG.threshold)
+    agent.add_argument("--temperature", type=float, default=DEFAULT_CONFIG.temperature)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
+                                  sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
+                                  seed=args.seed)
+        tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else load_heldout_tasks()
+        if not 1 <= args.tasks <= len(tasks):
+            raise ValueError(f"--tasks must be between 1 and {len(tasks)}, got {args.tasks}.")
+        backends = {args.model: load_model(args.model, args.device)}
+        if args.baseline:
+            backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
+                args.baseline, args.device)
+        system = None if args.system == "none" else args.system
+        report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
+                                     system=system, warmup=not args.no_warmup, progress=progress_bar())
+    except (ConfigError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:  # BackendError and friends: already a sentence
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2) if args.json else table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""The model catalog: a table of presets (the open dLLMs and AR baselines people use) plus
+every model folder under `models/`, re-scanned on every call. `load_backend` turns a name or
+a folder into a ready backend, or raises one BackendError sentence saying what to do.
+
+Nothing here touches the network: a preset is used only when its weights are already in the
+Hugging Face cache (or in models/<preset name>/); set DP_ALLOW_DOWNLOAD=1 to let transformers
+fetch a missing one. A folder that transformers cannot recognise by its model_type can carry a
+playground.json (keys: PLAYGROUND_KEYS) that says which family drives it and with what mask.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.backends.base import Backend, BackendError
+from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
+
+FAMILIES = ("full_attention", "block_causal", "causal", "sprout")
+# Backend knobs a preset may set (see the backend modules for what each means).
+OPTIONS = {
+    "full_attention": ("attention",),
+    "block_causal": ("mask_style", "store_flag", "use_cache"),
+    "causal": (),
+    "sprout": (),
+}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    family: str                         # one of FAMILIES
+    hf_id: str                          # hub id ("org/name"); for a local model, its folder
+    mask_token: str | None = None       # diffusion: the mask token string ...
+    mask_id: int | None = None          # ... or its id
+    logit_shift: bool = False           # position i predicted from hidden i-1 (Dream, Fast-dLLM v2)
+    trust_remote_code: bool = False
+    loader: str = "AutoModelForCausalLM"  # or "AutoModel"
+    chat_template: str = "the tokenizer's own"
+    defaults: Mapping[str, Any] = field(default_factory=dict)   # GenerationConfig fields
+    description: str = ""
+    model_types: tuple[str, ...] = ()   # config.json model_type values (lower case) of this model
+    options: Mapping[str, Any] = field(default_factory=dict)    # backend knobs, see OPTIONS
+    local_path: str | None = None       # set when the weights come from a folder
+
+    @property
+    def kind(self) -> str:
+        if self.family == "sprout":
+            return "autoregressive" if self.options.get("causal") else "diffusion"
+        return {"causal": "autoregressive", "full_attention": "diffusion", "block_causal": "diffusion"}.get(
+            self.family, "unknown")
+
+
+_AR_DEFAULTS = {"gen_length": 128, "temperature": 0.0}
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("LLaDA-8B-Instruct", "full_attention", "GSAI-ML/LLaDA-8B-Instruct", mask_id=126336,
+           trust_remote_code=True, loader="AutoModel", model_types=("llada",),
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "low_confidence"},
+           description="LLaDA 8B instruct: masked diffusion, full attention, no KV cache."),
+    Preset("Dream-v0-Instruct-7B", "full_attention", "Dream-org/Dream-v0-Instruct-7B", mask_id=151666,
+           logit_shift=True, trust_remote_code=True, loader="AutoModel", model_types=("dream",),
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "entropy",
+                     "temperature": 0.2, "top_p": 0.95},
+           description="Dream 7B instruct: diffusion adapted from Qwen2.5, full attention, shifted logits."),
+    Preset("Fast_dLLM_v2_1.5B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_1.5B", mask_id=151665,
+           logit_shift=True, trust_remote_code=True, model_types=("fast_dllm_qwen",),
+           options={"mask_style": "block_size", "store_flag": "update_past_key_values"},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.9},
+           description="Fast-dLLM v2 1.5B: block diffusion from Qwen2.5, KV cache, shifted logits."),
+    Preset("Fast_dLLM_v2_7B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_7B", mask_id=151665,
+           logit_shift=True, trust_remote_code=True, model_types=("fast_dllm_qwen",),
+           options={"mask_style": "block_size", "store_flag": "update_past_key_values"},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.9},
+           description="Fast-dLLM v2 7B: block diffusion from Qwen2.5, KV cache, shifted logits."),
+    Preset("SDAR-1.7B-Chat", "block_causal", "JetLM/SDAR-1.7B-Chat", mask_token="<|MASK|>",
+           trust_remote_code=True, model_types=("sdar",), options={"mask_style": "bool", "store_flag": "store_kv"},
+           defaults={"gen_length": 128, "block_size": 4, "steps": 4, "sampler": "threshold", "threshold": 0.9},
+           description="SDAR 1.7B chat: block diffusion from Qwen3, KV cache, small blocks."),
+    Preset("SDAR-4B-Chat", "block_causal", "JetLM/SDAR-4B-Chat", mask_token="<|MASK|>",
+           trust_remote_code=True, model_types=("sdar",), options={"mask_style": "bool", "store_flag": "store_kv"},
+           defaults={"gen_length": 128, "block_size": 4, "steps": 4, "sampler": "threshold", "threshold": 0.9},
+           description="SDAR 4B chat: block diffusion from Qwen3, KV cache, small blocks."),
+    # LLaDA2's own generate recomputes the prefix under an additive block mask, without a cache.
+    Preset("LLaDA2.0-mini", "block_causal", "inclusionAI/LLaDA2.0-mini", mask_id=156895,
+           trust_remote_code=True, model_types=("llada2_moe",),
+           options={"mask_style": "additive", "use_cache": False},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.95},
+           description="LLaDA2.0 mini (16B MoE, 1.4B active): block diffusion, additive block-causal mask."),
+    Preset("Qwen2.5-1.5B-Instruct", "causal", "Qwen/Qwen2.5-1.5B-Instruct", defaults=_AR_DEFAULTS,
+           description="Qwen2.5 1.5B instruct: the autoregressive baseline (KV cache)."),
+    Preset("Qwen2.5-7B-Instruct", "causal", "Qwen/Qwen2.5-7B-Instruct", defaults=_AR_DEFAULTS,
+           description="Qwen2.5 7B instruct: the autoregressive baseline (KV cache)."),
+    Preset("Qwen3-1.7B", "causal", "Qwen/Qwen3-1.7B", defaults=_AR_DEFAULTS,
+           description="Qwen3 1.7B: the autoregressive baseline (KV cache)."),
+)
+PRESETS_BY_NAME = {p.name: p for p in PRESETS}
+# playground.json: the Preset fields a folder may set for itself.
+PLAYGROUND_KEYS = ("family", "mask_token", "mask_id", "logit_shift", "trust_remote_code", "loader",
+                   "chat_template", "defaults", "description", "options")
+
+
+# ---------------------------------------------------------------------------- where weights live
+
+def models_dir() -> Path:
+    """<repo>/models, or $DP_MODELS_DIR."""
+    env = os.environ.get("DP_MODELS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "models"
+
+
+def _hub_cache_dir() -> str:
+    """The HF hub cache, read from the environment now (huggingface_hub reads it once at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return str(Path(os.environ["HF_HOME"]) / "hub")
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def _has_weights(folder: Path) -> bool:
+    return folder.is_dir() and any(f.name.endswith(WEIGHT_SUFFIXES) for f in folder.iterdir())
+
+
+def cached_snapshot(hf_id: str) -> Path | None:
+    """The snapshot folder of `hf_id` in the local HF cache when it holds config + weights; offline."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(hf_id, "config.json", cache_dir=_hub_cache_dir())
+    except Exception:  # noqa: BLE001 - a malformed id or cache is simply "not here"
+        return None
+    if not isinstance(hit, str):
+        return None
+    snapshot = Path(hit).parent
+    return snapshot if _has_weights(snapshot) else None
+
+
+def local_folders() -> list[Path]:
+    """Model folders (with a config.json) directly under models_dir(), by name."""
+    root = models_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "config.json").is_file())
+
+
+# ---------------------------------------------------------------------------- resolving names
+
+def _read_playground(folder: Path) -> dict[str, Any]:
+    path = folder / "playground.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"Folder {folder}: playground.json is unreadable ({exc}).") from exc
+    unknown = sorted(set(data) - set(PLAYGROUND_KEYS))
+    if unknown:
+        raise BackendError(f"Folder {folder}: playground.json has unknown key(s) {', '.join(unknown)}; "
+                           f"known keys are {', '.join(PLAYGROUND_KEYS)}.")
+    return data
+
+
+def local_preset(folder: str | Path, name: str | None = None) -> Preset:
+    """How to drive a model folder: its playground.json, else a preset whose model_type it
+    shares, else a plain causal LM when its architecture says so."""
+    folder = Path(folder).resolve()
+    config = read_config(folder)
+    model_type = str(config.get("model_type", "")).lower()
+    name = name or folder.name
+    base = dict(name=name, hf_id=str(folder), local_path=str(folder), model_types=(model_type,))
+    if model_type == "sprout":
+        return Preset(family="sprout", options={"causal": bool(config.get("causal", False))},
+                      description=f"Sprout, the bundled model ({folder.name}).", **base)
+    extra = _read_playground(folder)
+    match = next((p for p in PRESETS if model_type in p.model_types), None)
+    if extra:
+        if extra.get("family") not in FAMILIES:
+            raise BackendError(f"Folder {folder}: playground.json must set family to one of {', '.join(FAMILIES)}.")
+        extra.setdefault("description", f"Local {extra['family']} model in {folder}.")
+        return Preset(**base, **extra)
+    if match is not None:
+        return dataclasses.replace(match, **base, description=f"{match.description} Local copy in {folder}.")
+    archs = config.get("architectures") or []
+    if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
+        return Preset(family="causal", description=f"Local causal LM ({model_type or 'unknown type'}) in {folder}.",
+                      **base)
+    return Preset(family="unknown", description=f"Local model of type '{model_type}' in {folder}.", **base)
+
+
+def resolve(name_or_path: str) -> Preset:
+    """A preset name, a preset's hub id, a folder name under models/, or a folder path -> Preset."""
+    key = str(name_or_path).strip()
+    if key in PRESETS_BY_NAME or any(p.hf_id == key for p in PRESETS):
+        preset = PRESETS_BY_NAME.get(key) or next(p for p in PRESETS if p.hf_id == key)
+        copy = models_dir() / preset.name
+        if (copy / "config.json").is_file():
+            return dataclasses.replace(preset, local_path=str(copy.resolve()))
+        return preset
+    for candidate in (Path(key).expanduser(), models_dir() / key):
+        if key and candidate.is_dir():
+            return local_preset(candidate)
+    names = ", ".join(p.name for p in PRESETS)
+    raise BackendError(f"Unknown model '{key}': not a preset (choose one of {names}) and not a folder.")
+
+
+def list_models() -> list[dict[str, Any]]:
+    """Every preset and every folder under models/, scanned afresh (cheap: no weights are read)."""
+    out = []
+    for preset in PRESETS:
+        resolved = resolve(preset.name)
+        available = _has_weights(Path(resolved.local_path)) if resolved.local_path else (
+            cached_snapshot(preset.hf_id) is not None)
+        out.append(_describe(resolved, "preset", available))
+    preset_names = set(PRESETS_BY_NAME)
+    for folder in local_folders():
+        if folder.name in preset_names:
+            continue  # models/<preset name>/ is that preset's local copy, listed above
+        try:
+            preset = local_preset(folder)
+        except BackendError as exc:
+            out.append({"name": folder.name, "family": "unknown", "kind": "unknown", "source": "local",
+                        "available": False, "description": str(exc), "path": str(folder), "defaults": {}})
+            continue
+        out.append(_describe(preset, "local", _has_weights(folder)))
+    return out
+
+
+def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
+    return {
+        "name": preset.name, "family": preset.family, "kind": preset.kind, "source": source,
+        "available": bool(available), "description": preset.description, "hf_id": preset.hf_id,
+        "path": preset.local_path, "defaults": dict(preset.defaults),
+    }
+
+
+# ---------------------------------------------------------------------------- loading
+
+def load_backend(name_or_path: str, device: str = "auto") -> Backend:
+    """A ready backend for a preset name or a model folder; a BackendError sentence otherwise."""
+    preset = resolve(name_or_path)
+    if preset.family == "sprout":
+        return _load_sprout(preset, device)
+    if preset.family not in FAMILIES:
+        raise BackendError(
+            f"Folder {preset.local_path} holds a model of type '{preset.model_types[0] if preset.model_types else '?'}'"
+            f" that the playground does not know how to drive: add a playground.json naming its family "
+            f"({', '.join(FAMILIES[:3])}) and, for diffusion, its mask token.")
+    source, local_only = _weights_source(preset)
+    model, tokenizer, dev = load_pretrained(
+        source, label=preset.name, loader=preset.loader, trust_remote_code=preset.trust_remote_code,
+        device=device, local_files_only=local_only)
+    return build_backend(preset, model, tokenizer, dev)
+
+
+def _weights_source(preset: Preset) -> tuple[str, bool]:
+    """(folder or hub id, local_files_only): never reaches the network unless DP_ALLOW_DOWNLOAD=1."""
+    if preset.local_path:
+        return preset.local_path, True
+    snapshot = cached_snapshot(preset.hf_id)
+    if snapshot is not None:
+        return str(snapshot), True
+    if os.environ.get("DP_ALLOW_DOWNLOAD") == "1" and os.environ.get("HF_HUB_OFFLINE", "0") in ("", "0"):
+        return preset.hf_id, False
+    raise BackendError(
+        f"Model '{preset.name}' ({preset.hf_id}) is not on this machine and cannot be downloaded here: run "
+        f"`huggingface-cli download {preset.hf_id}` on a machine with internet, or pass a local folder.")
+
+
+def build_backend(preset: Preset, model: torch.nn.Module, tokenizer: Any, device: torch.device) -> Backend:
+    """Wrap a loaded model + tokenizer in the backend of the preset's family."""
+    from engine.backends.block_causal import BlockCausalBackend
+    from engine.backends.causal_lm import CausalLMBackend
+    from engine.backends.full_attention import FullAttentionBackend
+
+    options = dict(preset.options)
+    unknown = sorted(set(options) - set(OPTIONS.get(preset.family, ())))
+    if unknown:
+        raise BackendError(f"Model '{preset.name}': unknown option(s) {', '.join(unknown)} for the {preset.family} "
+                           f"family; known: {', '.join(OPTIONS.get(preset.family, ())) or 'none'}.")
+    if preset.family == "causal":
+        return CausalLMBackend(model, tokenizer, name=preset.name, device=device)
+    mask_id = resolve_mask_id(tokenizer, label=preset.name, mask_id=preset.mask_id, mask_token=preset.mask_token)
+    common = dict(name=preset.name, mask_id=mask_id, logit_shift=preset.logit_shift, device=device)
+    if preset.family == "full_attention":
+        return FullAttentionBackend(model, tokenizer, attention=options.get("attention"), **common)
+    if preset.family == "block_causal":
+        return BlockCausalBackend(model, tokenizer, mask_style=options.get("mask_style", "additive"),
+                                  store_flag=options.get("store_flag"), use_cache=options.get("use_cache", True),
+                                  **common)
+    raise BackendError(f"Model '{preset.name}' has family '{preset.family}', which no backend serves.")
+
+
+def _load_sprout(preset: Preset, device: str) -> Backend:
+    """Sprout folders are served by engine/backends/sprout.py, imported only when needed."""
+    try:
+        sprout = importlib.import_module("engine.backends.sprout")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("engine.backends.sprout", "engine.backends"):
+            raise BackendError(f"The Sprout backend could not be imported: {short_reason(exc)}") from exc
+        raise BackendError(f"Folder {preset.local_path} holds a Sprout model, but the Sprout backend "
+                           f"(engine/backends/sprout.py) is not part of this install yet.") from exc
+    return sprout.load(preset.local_path, device)

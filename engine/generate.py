@@ -1,0 +1,329 @@
+"""Generation: drive a backend with a sampler, yielding one Frame per model forward and
+returning a Result (DESIGN.md, "The one data path"). Also the `python -m engine.generate` CLI.
+
+Diffusion (semi-autoregressive block decoding): the generated span is a canvas (1, L) of mask
+ids. For each block in order: denoise rounds (one forward each) propose a token per position,
+the sampler commits some masked positions, until none is left; then the block is committed to
+the backend's cache. Autoregressive: prefill gives logits for the first token; each step
+commits one token and feeds it back.
+
+NFE counts the forwards that produce logits for sampling: denoise rounds, or AR prefill +
+steps. Diffusion prefill and block commit passes are not counted (as in the LLaDA / Fast-dLLM
+papers); for full-attention backends they are no-ops anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable, Generator
+
+import torch
+
+from engine.backends.base import BackendError
+from engine.samplers import confidence, propose, select, transfer_schedule
+from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
+
+EOS_FILL_CONFIDENCE = 1.0   # positions filled after an EOS block are "decided" with certainty
+MASK_GLYPH = "░"
+
+
+def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+    """Frames of one generation, one per forward; the generator's return value is the Result.
+
+    Checks the prompt and config here, before anything runs, raising ConfigError. The
+    generator may be closed at any point (`.close()`), e.g. when a person presses Stop.
+    """
+    prompt = [int(t) for t in prompt_ids]
+    if not prompt:
+        raise ConfigError("The prompt is empty: give the model at least one token to answer.")
+    limit = backend.max_length - config.gen_length
+    if limit < 1:
+        raise ConfigError(
+            f"Generation length {config.gen_length} leaves no room for a prompt in the "
+            f"{backend.max_length}-token context of {backend.name}: choose a length below {backend.max_length}."
+        )
+    if len(prompt) > limit:
+        raise ConfigError(
+            f"The prompt is {len(prompt)} tokens long, but {backend.name} fits at most {limit} prompt tokens "
+            f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
+            f"or the generation length."
+        )
+    if backend.family == "diffusion":
+        return _diffusion(backend, prompt, config)
+    if backend.family == "autoregressive":
+        return _autoregressive(backend, prompt, config)
+    raise BackendError(f"Backend {backend.name} has family {backend.family!r}; expected diffusion or autoregressive.")
+
+
+def run(
+    backend, prompt_ids: list[int], config: GenerationConfig,
+    on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
+) -> Result:
+    """Drive `generate` to the end, calling on_frame(frame) for each frame. When should_stop()
+    turns true after a frame, stop there and return the partial Result (stop_reason "cancelled")."""
+    started = time.perf_counter()
+    frames = generate(backend, prompt_ids, config)
+    seen: list[Frame] = []
+    while True:
+        try:
+            frame = next(frames)
+        except StopIteration as done:
+            return done.value
+        seen.append(frame)
+        if on_frame is not None:
+            on_frame(frame)
+        if should_stop is not None and should_stop():
+            frames.close()
+            return summarize(backend, seen, time.perf_counter() - started, "cancelled")
+
+
+def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str) -> Result:
+    """The Result of a (possibly partial) list of frames; everything is derived from them.
+
+    token_ids = the last canvas cut at its first EOS, pad and mask ids dropped;
+    new_tokens = len(token_ids); tokens_per_forward = new_tokens / nfe;
+    tokens_per_s = new_tokens / seconds; first_token_s = elapsed_s of the first frame that
+    committed a token other than EOS / pad.
+    """
+    eos_ids, pad_id = backend.eos_ids, backend.pad_id
+    mask_id = backend.mask_id if backend.family == "diffusion" else None
+    canvas = frames[-1].canvas if frames else []
+    cut = next((i for i, t in enumerate(canvas) if t in eos_ids), len(canvas))
+    token_ids = [t for t in canvas[:cut] if t != pad_id and t != mask_id]
+    nfe = frames[-1].nfe if frames else 0
+    first_token_s = next(
+        (f.elapsed_s for f in frames if any(t not in eos_ids and t != pad_id for _, t, _ in f.committed)), None
+    )
+    new_tokens = len(token_ids)
+    stats = Stats(
+        nfe=nfe, new_tokens=new_tokens, tokens_per_forward=new_tokens / nfe if nfe else 0.0,
+        seconds=seconds, tokens_per_s=new_tokens / seconds if seconds > 0 else 0.0,
+        first_token_s=first_token_s, stop_reason=stop_reason,
+    )
+    ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
+    pieces = {t: backend.token_piece(t) for t in sorted(ids)}
+    return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
+                  mask_id=mask_id, pieces=pieces)
+
+
+# --------------------------------------------------------------------------- diffusion
+
+@torch.inference_mode()
+def _start_canvas(backend, prompt: list[int], length: int) -> torch.Tensor:
+    backend.prefill(torch.tensor([prompt], dtype=torch.long, device=backend.device))   # (1, P)
+    return torch.full((1, length), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
+
+
+@torch.inference_mode()
+def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: GenerationConfig, round_index: int,
+                   schedule: list[int], generator: torch.Generator) -> list[tuple[int, int, float]]:
+    """One forward over the block; writes the chosen proposals into the canvas in place."""
+    logits = backend.denoise(canvas, block)                                    # (1, B, V)
+    width = block.stop - block.start
+    if logits.ndim != 3 or logits.shape[:2] != (1, width):
+        raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block of "
+                           f"{width}; expected (1, {width}, vocab).")
+    logits = logits[0].clone()                                                 # (B, V)
+    logits[:, backend.mask_id] = float("-inf")                                 # never propose the mask itself
+    tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator)
+    current = canvas[0, block]                                                 # (B,) view
+    masked = current == backend.mask_id
+    chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
+    conf = confidence(probs, tokens)
+    current[chosen] = tokens[chosen]
+    picked = chosen.nonzero()[:, 0].tolist()
+    toks, confs = tokens[chosen].tolist(), conf[chosen].tolist()
+    return [(block.start + i, t, c) for i, t, c in zip(picked, toks, confs)]
+
+
+@torch.inference_mode()
+def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool) -> int | None:
+    """Commit the block to the cache. With stop_on_eos and an EOS id in the block, fill every
+    later position with that (first) EOS id and return it; otherwise return None."""
+    backend.commit(canvas, block)
+    eos = next((t for t in canvas[0, block].tolist() if t in backend.eos_ids), None)
+    if not stop_on_eos or eos is None:
+        return None
+    canvas[0, block.stop:] = eos
+    return eos
+
+
+def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+    started = time.perf_counter()
+    generator = torch.Generator().manual_seed(config.seed)
+    canvas = _start_canvas(backend, prompt, config.gen_length)
+    size, mask_id = config.block_size, backend.mask_id
+    schedule = transfer_schedule(size, config.steps)
+    frames: list[Frame] = []
+    stop_reason = "length"
+    for b in range(config.num_blocks):
+        block = slice(b * size, (b + 1) * size)
+        round_index = 0
+        while True:
+            committed = _denoise_round(backend, canvas, block, config, round_index, schedule, generator)
+            done = not bool((canvas[0, block] == mask_id).any())
+            if done:
+                eos = _finish_block(backend, canvas, block, config.stop_on_eos)
+                if eos is not None:                                            # the rest is EOS: decided now
+                    stop_reason = "eos"
+                    committed += [(p, eos, EOS_FILL_CONFIDENCE) for p in range(block.stop, config.gen_length)]
+            frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
+                          canvas=canvas[0].tolist(), elapsed_s=time.perf_counter() - started)
+            frames.append(frame)
+            yield frame
+            if done:
+                break
+            round_index += 1
+        if stop_reason == "eos":
+            break
+    return summarize(backend, frames, time.perf_counter() - started, stop_reason)
+
+
+# --------------------------------------------------------------------------- autoregressive
+
+@torch.inference_mode()
+def _ar_prefill(backend, prompt: list[int]) -> torch.Tensor:
+    return backend.prefill(torch.tensor([prompt], dtype=torch.long, device=backend.device))   # (1, V)
+
+
+@torch.inference_mode()
+def _ar_step(backend, token: int) -> torch.Tensor:
+    return backend.step(token)                                                 # (1, V)
+
+
+@torch.inference_mode()
+def _ar_propose(logits: torch.Tensor, config: GenerationConfig, generator: torch.Generator) -> tuple[int, float]:
+    tokens, probs = propose(logits.reshape(1, -1), config.temperature, config.top_p, config.top_k, generator)
+    return int(tokens[0]), float(confidence(probs, tokens)[0])
+
+
+def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+    started = time.perf_counter()
+    generator = torch.Generator().manual_seed(config.seed)
+    logits = _ar_prefill(backend, prompt)
+    span: list[int] = []                                                       # AR canvas: decided tokens only
+    frames: list[Frame] = []
+    stop_reason = "length"
+    for i in range(config.gen_length):
+        token, conf = _ar_propose(logits, config, generator)
+        span.append(token)
+        frame = Frame(nfe=i + 1, block=i, round=0, committed=[(i, token, conf)], canvas=list(span),
+                      elapsed_s=time.perf_counter() - started)
+        frames.append(frame)
+        yield frame
+        if config.stop_on_eos and token in backend.eos_ids:
+            stop_reason = "eos"
+            break
+        if i + 1 < config.gen_length:
+            logits = _ar_step(backend, token)
+    return summarize(backend, frames, time.perf_counter() - started, stop_reason)
+
+
+# --------------------------------------------------------------------------- CLI
+
+def render_canvas(frame: Frame, backend, color: bool) -> str:
+    """One line of the canvas: masks as a glyph, EOS/pad as a dim dot, this round's tokens
+    highlighted (ANSI) when `color`."""
+    mask_id = getattr(backend, "mask_id", None) if backend.family == "diffusion" else None
+    fresh = {p for p, _, _ in frame.committed}
+    parts = []
+    for pos, token in enumerate(frame.canvas):
+        if token == mask_id:
+            parts.append(MASK_GLYPH)
+            continue
+        piece = "·" if token in backend.eos_ids or token == backend.pad_id else backend.token_piece(token)
+        piece = piece.replace("\n", "⏎")
+        parts.append(f"\x1b[1;32m{piece}\x1b[0m" if color and pos in fresh else piece)
+    return "".join(parts)
+
+
+def _live_printer(backend, stream) -> Callable[[Frame], None]:
+    """Redraw the canvas in place on a terminal; one plain line per frame otherwise."""
+    tty = stream.isatty()
+    drawn = {"lines": 0}
+
+    def show(frame: Frame) -> None:
+        head = f"block {frame.block} round {frame.round} · nfe {frame.nfe}"
+        body = render_canvas(frame, backend, color=tty)
+        if not tty:
+            print(f"[{head}] {body}", file=stream, flush=True)
+            return
+        width = max(1, shutil.get_terminal_size().columns)
+        plain = render_canvas(frame, backend, color=False)
+        if drawn["lines"]:
+            stream.write(f"\x1b[{drawn['lines']}F\x1b[J")                      # up N lines, clear below
+        stream.write(f"{head}\n{body}\n")
+        stream.flush()
+        drawn["lines"] = 1 + max(1, -(-len(plain) // width))
+
+    return show
+
+
+def stats_line(stats: Stats) -> str:
+    first = f"{stats.first_token_s:.2f} s" if stats.first_token_s is not None else "none"
+    return (f"{stats.new_tokens} new tokens · {stats.nfe} forwards · {stats.tokens_per_forward:.2f} tokens/forward · "
+            f"{stats.seconds:.2f} s · {stats.tokens_per_s:.1f} tokens/s · first token {first} · "
+            f"stopped: {stats.stop_reason}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engine.generate", description="Generate an answer with one model.")
+    p.add_argument("--model", required=True, help="catalog name or local folder")
+    p.add_argument("--prompt", required=True, help="the user message")
+    p.add_argument("--gen-length", type=int)
+    p.add_argument("--block-size", type=int)
+    p.add_argument("--steps", type=int)
+    p.add_argument("--sampler")
+    p.add_argument("--threshold", type=float)
+    p.add_argument("--factor", type=float)
+    p.add_argument("--entropy-bound", type=float)
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--json", action="store_true", help="print one JSON object: text, config, stats")
+    p.add_argument("--live", action="store_true", help="redraw the canvas every round")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    keys = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound",
+            "temperature", "top_p", "top_k", "seed")
+    try:
+        if not args.prompt.strip():
+            raise ConfigError("The prompt is empty: pass some text with --prompt.")
+        config = GenerationConfig(**{k: getattr(args, k) for k in keys if getattr(args, k) is not None})
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    # Imported here, once the arguments are fine: loading the catalog pulls in transformers.
+    from engine import catalog
+
+    errors = (BackendError, ValueError, getattr(catalog, "CatalogError", BackendError))   # ValueError: ConfigError
+    try:
+        backend = catalog.load_backend(args.model, device=args.device)
+        prompt_ids = backend.encode_chat([{"role": "user", "content": args.prompt}])
+        live = _live_printer(backend, sys.stderr if args.json else sys.stdout) if args.live else None
+        result = run(backend, prompt_ids, config, on_frame=live)
+    except errors as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("Stopped.", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps({"text": result.text, "config": config.to_dict(), "stats": result.stats.to_dict()}))
+    else:
+        print(result.text)
+        print(stats_line(result.stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Samplers: small pure functions that turn logits into proposals and choose which masked
+positions of the active block to commit this round (DESIGN.md, "Samplers").
+
+Notation: a block has B positions, M of them still masked. `propose` gives every position a
+token x_i and a distribution p_i; the confidence of a proposal is c_i = p_i[x_i]. A selection
+rule returns a bool mask (B,) that is True only at masked positions, and True at one or more
+of them whenever any position is still masked, so every round makes progress.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.trace import SCHEDULED_SAMPLERS, GenerationConfig
+
+NEG_INF = float("-inf")
+
+
+# --------------------------------------------------------------------------- proposals
+
+def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Top-k then top-p (nucleus) filtering of (B, V) logits; removed entries become -inf.
+
+    top-k keeps the k largest logits (ties at the k-th value are kept). top-p keeps the smallest
+    prefix of the tokens sorted by probability whose mass reaches p: a token is dropped when the
+    mass strictly before it is already >= p, so the most likely token always survives.
+    """
+    out = logits
+    if 0 < top_k < logits.shape[-1]:
+        kth = torch.topk(out, top_k, dim=-1).values[..., -1:]                 # (B, 1)
+        out = out.masked_fill(out < kth, NEG_INF)
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(out, dim=-1, descending=True)       # (B, V)
+        sorted_probs = torch.softmax(sorted_logits, dim=-1)
+        mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+        drop_sorted = mass_before >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        out = out.masked_fill(drop, NEG_INF)
+    return out
+
+
+def gumbel_noise(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    """Standard Gumbel noise g = -log(-log u), u ~ U(0, 1), drawn in float64 (as LLaDA does:
+    low-precision Gumbel-max visibly degrades samples). Drawn on the generator's device (CPU
+    for the seeded generator) and moved to `device`."""
+    u = torch.rand(shape, generator=generator, dtype=torch.float64)
+    u = u.clamp_(min=torch.finfo(torch.float64).tiny)                          # log(0) would give -inf noise
+    return (-torch.log(-torch.log(u))).to(device)
+
+
+def propose(
+    logits: torch.Tensor, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One proposal per row: logits (B, V) -> tokens (B,) long, probs (B, V) float32.
+
+    T > 0: z = filter(logits / T) in float64, probs = softmax(z), token = argmax(z + g) with
+    float64 Gumbel noise g, i.e. an exact sample from probs (Gumbel-max trick).
+    T = 0: z = filter(logits), token = argmax z (greedy), probs = softmax(z) at T = 1.
+    """
+    if temperature > 0:
+        z = filter_logits(logits.to(torch.float64) / temperature, top_k, top_p)   # (B, V)
+        tokens = torch.argmax(z + gumbel_noise(tuple(z.shape), generator, z.device), dim=-1)
+    else:
+        z = filter_logits(logits.to(torch.float32), top_k, top_p)
+        tokens = torch.argmax(z, dim=-1)
+    probs = torch.softmax(z, dim=-1).to(torch.float32)
+    return tokens, probs
+
+
+def confidence(probs: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """c_i = p_i[x_i]: (B, V), (B,) -> (B,)."""
+    return probs.gather(-1, tokens[:, None])[:, 0]
+
+
+def top2_margin(probs: torch.Tensor) -> torch.Tensor:
+    """p_(1) - p_(2), the gap between the two most likely tokens: (B, V) -> (B,)."""
+    top2 = torch.topk(probs, 2, dim=-1).values
+    return top2[:, 0] - top2[:, 1]
+
+
+def token_entropy(probs: torch.Tensor) -> torch.Tensor:
+    """H_i = -sum_v p log p in nats, with 0 log 0 = 0: (B, V) -> (B,)."""
+    return torch.special.entr(probs.to(torch.float64)).sum(-1).to(probs.dtype)
+
+
+# --------------------------------------------------------------------------- schedules
+
+def transfer_schedule(masked_count: int, steps: int) -> list[int]:
+    """Split M masked tokens over S rounds as evenly as possible, earlier rounds first:
+    round i commits floor(M / S) + [i < M mod S]. M=10, S=4 -> [3, 3, 2, 2]."""
+    base, extra = divmod(masked_count, steps)
+    return [base + (i < extra) for i in range(steps)]
+
+
+# --------------------------------------------------------------------------- selection rules
+
+def _ranked(scores: torch.Tensor, masked: torch.Tensor, descending: bool = True) -> torch.Tensor:
+    """Indices of the masked positions ordered by score; ties go to the lower position."""
+    idx = masked.nonzero()[:, 0]
+    order = torch.sort(scores[idx], descending=descending, stable=True).indices
+    return idx[order]
+
+
+def _choose(masked: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    chosen = torch.zeros_like(masked)
+    chosen[indices] = True
+    return chosen
+
+
+def top_scores(scores: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
+    """The k masked positions with the highest score (1 <= k <= M enforced)."""
+    m = int(masked.sum())
+    if m == 0:
+        return torch.zeros_like(masked)
+    return _choose(masked, _ranked(scores, masked)[: max(1, min(k, m))])
+
+
+def low_confidence(conf: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
+    """LLaDA: the top-k masked positions by confidence c_i = p_i[x_i] (= p_(1) under greedy)."""
+    return top_scores(conf, masked, k)
+
+
+def margin(probs: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
+    """The top-k masked positions by margin p_(1) - p_(2)."""
+    return top_scores(top2_margin(probs), masked, k)
+
+
+def entropy(probs: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
+    """The top-k masked positions by -H, i.e. the k lowest-entropy ones."""
+    return top_scores(-token_entropy(probs), masked, k)
+
+
+def random(masked: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """k masked positions chosen uniformly at random (scores u ~ U(0, 1) from the generator)."""
+    scores = torch.rand(masked.shape, generator=generator).to(masked.device)
+    return top_scores(scores, masked, k)
+
+
+def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Tensor:
+    """Fast-dLLM parallel decoding: commit {i masked : c_i >= tau} plus the masked argmax of c,
+    so at least one position per round."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    chosen = masked & (conf >= tau)
+    chosen[_ranked(conf, masked)[0]] = True
+    return chosen
+
+
+def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
+    """Fast-dLLM factor rule. Indexing: c_(n) is the n-th largest masked confidence, n = 1..M
+    (1-based), so c_(1) >= c_(2) >= ... Commit ranks 1..n for the largest n with
+    (n + 1)(1 - c_(n)) < f, and always rank 1. The left side is non-decreasing in n (both
+    factors are non-negative and non-decreasing), so the ranks that pass form a prefix."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    ranked = _ranked(conf, masked)                                             # (M,)
+    n = torch.arange(1, len(ranked) + 1, device=conf.device, dtype=torch.float64)
+    passes = (n + 1) * (1 - conf[ranked].to(torch.float64)) < f
+    count = max(1, int(torch.cumprod(passes.long(), 0).sum()))                 # longest passing prefix
+    return _choose(masked, ranked[:count])
+
+
+def eb(probs: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Entropy-bounded sampler: sort masked positions by entropy ascending, H_1 <= H_2 <= ...,
+    and commit the largest k with sum_{j<=k} H_j - max_{j<=k} H_j <= gamma (k >= 1; k = 1
+    always passes since the left side is 0). The left side is sum_{j<k} H_j, non-decreasing."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    h = token_entropy(probs).to(torch.float64)
+    ranked = _ranked(h, masked, descending=False)                              # (M,)
+    hs = h[ranked]
+    spent = torch.cumsum(hs, 0) - torch.cummax(hs, 0).values
+    count = max(1, int(torch.cumprod((spent <= gamma).long(), 0).sum()))
+    return _choose(masked, ranked[:count])
+
+
+def reference(conf: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """The slow reference: exactly one token per forward, the most confident masked position."""
+    return top_scores(conf, masked, 1)
+
+
+def select(
+    config: GenerationConfig, probs: torch.Tensor, tokens: torch.Tensor, masked: torch.Tensor,
+    round_index: int, schedule: list[int], generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Which masked positions of the block to commit in round `round_index` (from 0).
+
+    probs (B, V), tokens (B,), masked (B,) bool -> (B,) bool. `schedule` is
+    transfer_schedule(M at block start, steps), used by the scheduled samplers. Every sampler
+    but `reference` commits all that is still masked in round steps - 1 (steps is a schedule
+    for low_confidence / margin / entropy / random, a cap for threshold / factor / eb).
+    """
+    name = config.sampler
+    conf = confidence(probs, tokens)
+    if name == "reference":
+        return reference(conf, masked)
+    if round_index >= config.steps - 1:
+        return masked.clone()
+    if name in SCHEDULED_SAMPLERS:
+        k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
+        if name == "low_confidence":
+            return low_confidence(conf, masked, k)
+        if name == "margin":
+            return margin(probs, masked, k)
+        if name == "entropy":
+            return entropy(probs, masked, k)
+        return random(masked, k, generator)
+    if name == "threshold":
+        return threshold(conf, masked, config.threshold)
+    if name == "factor":
+        return factor(conf, masked, config.factor)
+    if name == "eb":
+        return eb(probs, masked, config.entropy_bound)
+    raise ValueError(f"Unknown sampler {name!r}.")

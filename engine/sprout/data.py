@@ -1,0 +1,114 @@
+"""Transcripts -> training batches for both twins.
+
+Loss falls only on assistant spans (each includes its closing <|eos|>). Batches are built
+from length-sorted buckets under a token budget, so padding costs little.
+
+BD batches follow BD3-LM with one change that makes inference and training see the same
+thing: noisy blocks start where an assistant turn starts (not on a fixed grid), and the last
+block of a turn is filled with <|eos|>, exactly as the sampler will meet it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from engine.world.format import assistant_spans
+
+
+@dataclass
+class Example:
+    ids: list[int]
+    spans: list[tuple[int, int]]      # token [start, end) of each assistant turn, eos included
+
+
+def encode_texts(texts: list[str], tokenizer) -> list[Example]:
+    out = []
+    for text in texts:
+        enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+        spans = []
+        for s, e in assistant_spans(text):
+            inside = [i for i, (a, b) in enumerate(offsets) if a >= s and b <= e and b > a]
+            if inside:
+                spans.append((inside[0], inside[-1] + 1))
+        out.append(Example(ids=ids, spans=spans))
+    return out
+
+
+def buckets(examples: list[Example], max_tokens: int, rng: random.Random) -> list[list[Example]]:
+    """Group length-sorted examples into batches of at most `max_tokens` padded tokens; shuffled."""
+    order = sorted(examples, key=lambda ex: len(ex.ids))
+    batches, cur = [], []
+    for ex in order:
+        if cur and len(ex.ids) * (len(cur) + 1) > max_tokens:
+            batches.append(cur)
+            cur = []
+        cur.append(ex)
+    if cur:
+        batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def pad_ids(examples: list[Example], pad_id: int) -> torch.Tensor:
+    T = max(len(ex.ids) for ex in examples)
+    return torch.tensor([ex.ids + [pad_id] * (T - len(ex.ids)) for ex in examples])   # (B, T)
+
+
+def ar_batch(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """ids (B, T) and next-token targets (B, T), -100 where position t+1 is not assistant text."""
+    ids = pad_ids(examples, pad_id)
+    targets = torch.full_like(ids, -100)
+    for b, ex in enumerate(examples):
+        for s, e in ex.spans:
+            lo = max(s - 1, 0)
+            targets[b, lo:e - 1] = ids[b, lo + 1:e]
+    return ids, targets
+
+
+@dataclass
+class BDBatch:
+    clean: torch.Tensor       # (B, T) the clean context
+    noisy: torch.Tensor       # (B, NB, C) blocks with masks applied
+    starts: torch.Tensor      # (B, NB) position of each block's first token
+    targets: torch.Tensor     # (B, NB, C) true ids where masked, else -100
+    weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight)
+    n_tokens: int             # target positions in real blocks (the loss denominator)
+
+
+def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], noise: tuple[float, float],
+             gen: torch.Generator) -> BDBatch:
+    """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise]."""
+    C, eos, mask = block_size, ids["eos"], ids["mask"]
+    clean = pad_ids(examples, ids["pad"])
+    per_row = []
+    for ex in examples:
+        blocks = []
+        for s, e in ex.spans:
+            span = ex.ids[s:e]
+            span = span + [eos] * (-len(span) % C)                   # fill the last block with eos
+            blocks += [(s + j, span[j:j + C]) for j in range(0, len(span), C)]
+        per_row.append(blocks)
+    NB = max(1, max(len(b) for b in per_row))
+    B = len(examples)
+    truth = torch.full((B, NB, C), eos, dtype=torch.long)
+    starts = torch.zeros(B, NB, dtype=torch.long)
+    real = torch.zeros(B, NB, dtype=torch.bool)
+    for b, blocks in enumerate(per_row):
+        for j, (start, toks) in enumerate(blocks):
+            truth[b, j], starts[b, j], real[b, j] = torch.tensor(toks), start, True
+    lo, hi = noise
+    t = lo + (hi - lo) * torch.rand(B, NB, 1, generator=gen)              # per-block noise level
+    masked = torch.rand(B, NB, C, generator=gen) < t
+    # at least one masked token per block, else the block teaches nothing
+    none = ~masked.any(-1)
+    pick = torch.randint(0, C, (B, NB), generator=gen)
+    masked[none, pick[none]] = True
+    masked &= real[..., None]
+    noisy = torch.where(masked, torch.full_like(truth, mask), truth)
+    targets = torch.where(masked, truth, torch.full_like(truth, -100))
+    weights = (1.0 / t).expand(B, NB, C)
+    return BDBatch(clean, noisy, starts, targets, weights, int(real.sum().item()) * C)

@@ -1,0 +1,338 @@
+"""Sprout: a small block-diffusion LM whose history lives in a Gated DeltaNet (GDN) state.
+
+One backbone, two streams:
+- clean stream (commit mode): token-causal over the context. G layers run the gated delta
+  rule S_t = a_t (I - b_t k_t k_t^T) S_{t-1} + b_t k_t v_t^T and keep S; A layers keep RoPE
+  keys/values. The AR twin (`causal=True`) is this stream alone, trained on the next token.
+- noisy stream (denoise mode): a block of C partly-masked tokens at positions p..p+C-1.
+  A layers: the block attends to the clean prefix (< p) and bidirectionally to itself.
+  G layers: a softmax over the block's own keys plus ONE history slot whose value is the
+  read-out S_p^T q_i of the clean state before the block, and whose logit is
+  bias_h + lambda_h * log(C) (the learnable block-size calibration). Denoise never writes S.
+
+The same `_noisy` code serves training (many blocks per sequence, vectorised) and inference
+(one block against the cache), so "training logits == prefill + denoise" is a real check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoConfig, AutoModel, PreTrainedModel
+
+from kernels.block_softmax import block_softmax_with_history
+from kernels.gated_delta import gated_delta_rule, gated_delta_step
+
+from .config import SproutConfig
+
+GDN_CHUNK = 16  # chunk of the WY/UT form in the clean stream
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotary embedding. x (..., T, H, D), pos (..., T) absolute positions (rotate-half form)."""
+    half = x.shape[-1] // 2
+    freq = theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+    ang = pos.to(torch.float32)[..., None] * freq                       # (..., T, D/2)
+    cos, sin = ang.cos()[..., None, :].to(x.dtype), ang.sin()[..., None, :].to(x.dtype)  # (..., T, 1, D/2)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+@dataclass
+class Context:
+    """What the noisy stream reads of the clean stream, per layer, for NB blocks per row.
+    A layers: keys/values (B, H, T, D) and `allowed` (B, NB, T) = clean position < block start.
+    G layers: `state` (B, NB, H, K, V) before the block and `tail` (B, NB, conv-1, ch),
+    the last pre-conv projections before the block."""
+
+    layers: list[dict] = field(default_factory=list)
+
+
+class AttentionLayer(nn.Module):
+    def __init__(self, cfg: SproutConfig):
+        super().__init__()
+        self.h, self.d, self.theta = cfg.num_heads, cfg.head_dim, cfg.rope_theta
+        inner = cfg.num_heads * cfg.head_dim
+        self.qkv = nn.Linear(cfg.hidden_size, 3 * inner, bias=False)
+        self.out = nn.Linear(inner, cfg.hidden_size, bias=False)
+
+    def _qkv(self, x: torch.Tensor, pos: torch.Tensor):
+        *lead, T, _ = x.shape
+        q, k, v = self.qkv(x).view(*lead, T, 3, self.h, self.d).unbind(-3)   # (..., T, H, D)
+        return rope(q, pos, self.theta), rope(k, pos, self.theta), v
+
+    def clean(self, x: torch.Tensor, pos: torch.Tensor, cache: dict | None) -> tuple[torch.Tensor, dict]:
+        """x (B, n, d) new clean tokens at `pos` (B, n); causal over cache + new tokens."""
+        B, n, _ = x.shape
+        q, k, v = (t.transpose(1, 2) for t in self._qkv(x, pos))             # (B, H, n, D)
+        if cache:
+            k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
+        past = k.shape[2] - n
+        mask = torch.ones(n, past + n, dtype=torch.bool, device=x.device).tril(past)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)         # (B, H, n, D)
+        return self.out(o.transpose(1, 2).reshape(B, n, -1)), {"k": k, "v": v}
+
+    def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: dict) -> torch.Tensor:
+        """x (B, NB, C, d) noisy blocks at `pos` (B, NB, C)."""
+        B, NB, C, _ = x.shape
+        q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in self._qkv(x, pos))
+        T = ctx["k"].shape[2]
+        keys, values = torch.cat([ctx["k"], k], 2), torch.cat([ctx["v"], v], 2)   # (B, H, T+NB*C, D)
+        to_clean = ctx["allowed"].repeat_interleave(C, dim=1)                       # (B, NB*C, T)
+        block_of = torch.arange(NB, device=x.device).repeat_interleave(C)
+        to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)       # same block only
+        mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                       # (B, 1, NB*C, T+NB*C)
+        o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        assert T + NB * C == keys.shape[2]
+        return self.out(o.transpose(1, 2).reshape(B, NB, C, -1))
+
+
+class GatedDeltaLayer(nn.Module):
+    def __init__(self, cfg: SproutConfig):
+        super().__init__()
+        self.h, self.d = cfg.num_heads, cfg.head_dim
+        inner = cfg.num_heads * cfg.head_dim
+        self.qkv = nn.Linear(cfg.hidden_size, 3 * inner, bias=False)
+        self.conv = nn.Parameter(torch.zeros(3 * inner, cfg.conv_size))   # depthwise, causal
+        self.decay = nn.Linear(cfg.hidden_size, cfg.num_heads, bias=False)  # alpha_t
+        self.write = nn.Linear(cfg.hidden_size, cfg.num_heads, bias=False)  # beta_t (pre-sigmoid)
+        self.gate = nn.Linear(cfg.hidden_size, inner, bias=False)          # z for the gated norm
+        self.A_log = nn.Parameter(torch.log(torch.linspace(1.0, 16.0, cfg.num_heads)))
+        self.dt_bias = nn.Parameter(torch.full((cfg.num_heads,), math.log(math.expm1(0.01))))
+        self.out_norm = RMSNorm(cfg.head_dim, cfg.rms_norm_eps)
+        self.out = nn.Linear(inner, cfg.hidden_size, bias=False)
+        # denoise mode: per-head logit scale for L2-normed q.k, and the history slot's logit
+        # bias_h + lambda_h * log(C): an unbiased slot would get ~1/(C+1) of the weight.
+        self.block_logit_scale = nn.Parameter(torch.full((cfg.num_heads,), math.log(cfg.head_dim**0.5)))
+        self.hist_bias = nn.Parameter(torch.zeros(cfg.num_heads))
+        self.hist_lambda = nn.Parameter(torch.ones(cfg.num_heads))
+
+    def _conv(self, mix: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
+        """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU."""
+        full = torch.cat([tail, mix], dim=-2)
+        win = full.unfold(-2, self.conv.shape[1], 1)            # (..., n, ch, conv)
+        return F.silu((win * self.conv).sum(-1))
+
+    def _features(self, x: torch.Tensor, tail: torch.Tensor):
+        mix = self.qkv(x)                                          # (..., n, 3*H*K) pre-conv
+        *lead, n, _ = mix.shape
+        q, k, v = self._conv(mix, tail).view(*lead, n, 3, self.h, self.d).unbind(-3)   # (..., n, H, K)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        g = -self.A_log.exp() * F.softplus(self.decay(x) + self.dt_bias)    # (..., n, H) log a_t
+        beta = torch.sigmoid(self.write(x))
+        return mix, q, k, v, g, beta
+
+    def _output(self, o: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Gated RMSNorm: norm(o) * silu(z), per head. o (..., n, H, V)."""
+        z = self.gate(x).view(o.shape)
+        return self.out((self.out_norm(o) * F.silu(z)).flatten(-2))
+
+    def empty_tail(self, lead: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        return like.new_zeros(*lead, self.conv.shape[1] - 1, self.conv.shape[0])
+
+    def clean(self, x: torch.Tensor, cache: dict | None, keep_features: bool = False):
+        """x (B, n, d). Causal gated delta rule from the cached state (zeros if none)."""
+        B, n, _ = x.shape
+        tail = cache["tail"] if cache else self.empty_tail((B,), x)
+        state = cache["state"] if cache else None
+        mix, q, k, v, g, beta = self._features(x, tail)
+        if n == 1 and state is not None:
+            o, new_state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state)
+            o, chunk_states = o[:, None], None
+        else:
+            o, new_state, chunk_states = gated_delta_rule(
+                q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK, output_chunk_states=True)
+        new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
+        new_cache = {"state": new_state, "tail": new_tail}
+        if keep_features:
+            new_cache.update(mix=mix, k=k, v=v, g=g, beta=beta, chunk_states=chunk_states)
+        return self._output(o, x), new_cache
+
+    def noisy(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+        """x (B, NB, C, d) noisy blocks; ctx state (B, NB, H, K, V), tail (B, NB, conv-1, ch)."""
+        B, NB, C, _ = x.shape
+        _, q, k, v, _, _ = self._features(x, ctx["tail"])          # (B, NB, C, H, K)
+        scale = self.d**-0.5
+        history = scale * torch.einsum("bnhkv,bnchk->bnchv", ctx["state"], q)   # read-out S_p^T q_i
+        flat = lambda t: t.reshape(B * NB, C, self.h, -1).transpose(1, 2)       # noqa: E731 (B*NB, H, C, D)
+        q_scaled = q * self.block_logit_scale.exp()[:, None]
+        hist_logit = (self.hist_bias + self.hist_lambda * math.log(C)).view(1, self.h, 1)
+        o = block_softmax_with_history(flat(q_scaled), flat(k), flat(v), flat(history), hist_logit, scale=1.0)
+        o = o.transpose(1, 2).reshape(B, NB, C, self.h, self.d)
+        return self._output(o, x)
+
+
+def advance_states(feats: dict, starts: torch.Tensor) -> torch.Tensor:
+    """Clean GDN state before each block start p (B, NB) -> (B, NB, H, K, V).
+    Take the state before p's chunk, then apply the r = p mod chunk remaining steps."""
+    chunk_states = feats["chunk_states"]                          # (B, N, H, K, V) before each chunk
+    all_states = torch.cat([chunk_states, feats["state"][:, None]], dim=1)
+    B, NB = starts.shape
+    T = feats["k"].shape[1]
+    n = torch.div(starts, GDN_CHUNK, rounding_mode="floor").clamp(max=all_states.shape[1] - 1)
+    r = starts - n * GDN_CHUNK
+    idx = n.view(B, NB, 1, 1, 1).expand(-1, -1, *all_states.shape[2:])
+    S = torch.gather(all_states, 1, idx)
+    take = lambda t, pos: torch.gather(t, 1, pos.view(B, NB, *([1] * (t.dim() - 2))).expand(  # noqa: E731
+        -1, -1, *t.shape[2:]))
+    for s in range(int(r.max().item()) if r.numel() else 0):
+        pos = (n * GDN_CHUNK + s).clamp(max=T - 1)
+        k, v, g, beta = (take(feats[name], pos) for name in ("k", "v", "g", "beta"))
+        _, S_next = gated_delta_step(
+            k.new_zeros(k.shape).flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1),
+            g.flatten(0, 1), beta.flatten(0, 1), S.flatten(0, 1))
+        active = (s < r).view(B, NB, 1, 1, 1)
+        S = torch.where(active, S_next.view(S.shape), S)
+    return S
+
+
+def gather_tails(mix: torch.Tensor, starts: torch.Tensor, width: int) -> torch.Tensor:
+    """Pre-conv projections at positions p-width..p-1 (zeros before 0). mix (B, T, ch) -> (B, NB, width, ch)."""
+    B, NB = starts.shape
+    pos = starts[..., None] + torch.arange(-width, 0, device=starts.device)     # (B, NB, width)
+    got = torch.gather(mix, 1, pos.clamp(min=0).view(B, -1, 1).expand(-1, -1, mix.shape[-1]))
+    return got.view(B, NB, width, -1) * (pos >= 0)[..., None]
+
+
+class SproutModel(PreTrainedModel):
+    config_class = SproutConfig
+    base_model_prefix = "sprout"
+    _no_split_modules = ["GatedDeltaLayer", "AttentionLayer"]
+
+    def __init__(self, config: SproutConfig):
+        super().__init__(config)
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.mixers = nn.ModuleList(
+            GatedDeltaLayer(config) if kind == "G" else AttentionLayer(config) for kind in config.layer_pattern)
+        self.norms1 = nn.ModuleList(RMSNorm(config.hidden_size, config.rms_norm_eps) for _ in config.layer_pattern)
+        self.norms2 = nn.ModuleList(RMSNorm(config.hidden_size, config.rms_norm_eps) for _ in config.layer_pattern)
+        self.mlps = nn.ModuleList(
+            SwiGLU(config.hidden_size, config.intermediate_size) for _ in config.layer_pattern)
+        self.final_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=std)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=std)
+        elif isinstance(module, GatedDeltaLayer):
+            nn.init.normal_(module.conv, std=0.5 / module.conv.shape[1] ** 0.5)
+            with torch.no_grad():
+                module.conv[:, -1] += 1.0   # start near identity: the current token passes through
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.final_norm(h), self.embed.weight)   # tied embeddings
+
+    # ---- clean stream -------------------------------------------------------------------
+    def clean(self, ids: torch.Tensor, cache: list | None = None, keep_features: bool = False):
+        """ids (B, n) appended after `cache` (a list per layer, None = empty).
+        Returns hidden (B, n, d) and the new per-layer cache."""
+        B, n = ids.shape
+        start = cache_length(cache)
+        pos = (start + torch.arange(n, device=ids.device)).expand(B, n)
+        x, new_cache = self.embed(ids), []
+        for i, mixer in enumerate(self.mixers):
+            layer_cache = cache[i] if cache else None
+            if isinstance(mixer, AttentionLayer):
+                y, c = mixer.clean(self.norms1[i](x), pos, layer_cache)
+            else:
+                y, c = mixer.clean(self.norms1[i](x), layer_cache, keep_features)
+            c["length"] = start + n
+            x = x + y
+            x = x + self.mlps[i](self.norms2[i](x))
+            new_cache.append(c)
+        return x, new_cache
+
+    def forward(self, input_ids: torch.Tensor, **_) -> torch.Tensor:
+        """Causal logits (B, T, V): the AR twin's training pass (and the clean stream of BD)."""
+        h, _ = self.clean(input_ids)
+        return self.logits(h)
+
+    # ---- noisy stream -------------------------------------------------------------------
+    def _noisy(self, ids: torch.Tensor, starts: torch.Tensor, ctx: Context) -> torch.Tensor:
+        """ids (B, NB, C) noisy blocks starting at `starts` (B, NB) -> logits (B, NB, C, V)."""
+        C = ids.shape[-1]
+        pos = starts[..., None] + torch.arange(C, device=ids.device)       # (B, NB, C)
+        x = self.embed(ids)
+        for i, mixer in enumerate(self.mixers):
+            xn = self.norms1[i](x)
+            x = x + (mixer.noisy(xn, pos, ctx.layers[i]) if isinstance(mixer, AttentionLayer)
+                     else mixer.noisy(xn, ctx.layers[i]))
+            x = x + self.mlps[i](self.norms2[i](x))
+        return self.logits(x)
+
+    def bd_logits(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
+        """The vectorised BD training pass. clean_ids (B, T); noisy_ids (B, NB, C) with block j
+        at positions starts[:, j] + [0, C). Returns noisy logits (B, NB, C, V)."""
+        _, cache = self.clean(clean_ids, keep_features=True)
+        T = clean_ids.shape[1]
+        ctx = Context()
+        for mixer, c in zip(self.mixers, cache):
+            if isinstance(mixer, AttentionLayer):
+                allowed = torch.arange(T, device=starts.device) < starts[..., None]   # (B, NB, T)
+                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": allowed})
+            else:
+                ctx.layers.append({"state": advance_states(c, starts),
+                                   "tail": gather_tails(c["mix"], starts, mixer.conv.shape[1] - 1)})
+        return self._noisy(noisy_ids, starts, ctx)
+
+    # ---- inference: prefill / denoise / commit ------------------------------------------
+    def prefill(self, ids: torch.Tensor):
+        """ids (B, P) -> (cache, logits of the last position (B, V))."""
+        h, cache = self.clean(ids)
+        return cache, self.logits(h[:, -1])
+
+    def commit(self, ids: torch.Tensor, cache: list):
+        """Append finished tokens (B, n) -> (new cache, logits (B, n, V)). The cache passed in
+        is not modified (a new one is returned), so callers may keep it."""
+        h, new_cache = self.clean(ids, cache)
+        return new_cache, self.logits(h)
+
+    def denoise(self, block_ids: torch.Tensor, cache: list) -> torch.Tensor:
+        """Logits (B, C, V) for a noisy block right after the cached context. Reads only."""
+        B, C = block_ids.shape
+        T = cache_length(cache)
+        ctx = Context()
+        for mixer, c in zip(self.mixers, cache):
+            if isinstance(mixer, AttentionLayer):
+                allowed = torch.ones(B, 1, T, dtype=torch.bool, device=block_ids.device)
+                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": allowed})
+            else:
+                ctx.layers.append({"state": c["state"][:, None], "tail": c["tail"][:, None]})
+        starts = torch.full((B, 1), T, dtype=torch.long, device=block_ids.device)
+        return self._noisy(block_ids[:, None], starts, ctx)[:, 0]
+
+
+def cache_length(cache: list | None) -> int:
+    return cache[0]["length"] if cache else 0
+
+
+AutoConfig.register("sprout", SproutConfig, exist_ok=True)
+AutoModel.register(SproutConfig, SproutModel, exist_ok=True)

@@ -1,0 +1,284 @@
+"""Train a Sprout twin on the agent world's transcripts.
+
+    python -m engine.sprout.train --twin ar --preset cpu --out models/sprout-ar
+    python -m engine.sprout.train --twin bd --preset cpu --out models/sprout-bd --init-from models/sprout-ar
+
+Resumable: the training state (fp32 weights, optimizer, step, data position) lives in
+`runs/<out name>/state.pt`, written atomically every few minutes; rerunning the same command
+continues. The model folder `--out` holds the best weights so far (bf16 safetensors + config
++ tokenizer), replaced atomically so a watcher never sees half a checkpoint.
+Logs: `runs/<out name>/log.jsonl` (loss, lr, tokens/s, evals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from engine.sprout.config import SproutConfig, preset_config
+from engine.sprout.data import Example, ar_batch, bd_batch, buckets, encode_texts
+from engine.sprout.modeling import SproutModel
+from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
+
+RUNS = Path("runs")
+
+TRAIN_PRESETS = {
+    #            batch tokens, lr,   warmup, steps,  save every (min), eval every (steps)
+    "cpu": dict(max_tokens=4096, lr=2e-3, warmup=200, max_steps=8000, save_min=5.0, eval_every=500,
+                corpus_n=30000, vocab=1024),
+    "smoke": dict(max_tokens=512, lr=3e-3, warmup=2, max_steps=6, save_min=0.0, eval_every=3,
+                  corpus_n=60, vocab=400),
+}
+
+
+def read_corpus(path: Path) -> list[str]:
+    with open(path) as f:
+        return [json.loads(line)["text"] for line in f if line.strip()]
+
+
+def make_corpus(split: str, n: int, seed: int, path: Path) -> None:
+    from engine.world.corpus import main as corpus_main
+    path.parent.mkdir(parents=True, exist_ok=True)
+    corpus_main(["--split", split, "--n", str(n), "--seed", str(seed), "--out", str(path)])
+
+
+def save_model_folder(model: SproutModel, tokenizer, out: Path, extra: dict) -> None:
+    """bf16 weights + config + tokenizer into `out`, each file replaced atomically."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}-"))
+    try:
+        bf16 = SproutModel(model.config)
+        bf16.load_state_dict(model.state_dict())
+        bf16.to(torch.bfloat16).save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "training.json").write_text(json.dumps(extra, indent=2))
+        # the weights last, so a watcher that reacts to them finds config and tokenizer ready
+        names = sorted(p.name for p in tmp.iterdir() if p.is_file())
+        names.sort(key=lambda n: n.endswith(".safetensors"))
+        for name in names:
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int]) -> tuple[torch.Tensor, int]:
+    x, targets = ar_batch(batch, ids["pad"])
+    logits = model(x)                                                     # (B, T, V)
+    n = int((targets != -100).sum())
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100), n
+
+
+def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
+            gen: torch.Generator) -> tuple[torch.Tensor, int]:
+    cfg = model.config
+    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen)
+    logits = model.bd_logits(b.clean, b.noisy, b.starts)                  # (B, NB, C, V)
+    ce = F.cross_entropy(logits.flatten(0, 2), b.targets.flatten(), ignore_index=-100, reduction="none")
+    # ELBO of masked diffusion: CE on masked tokens weighted 1/t, averaged over block tokens
+    return (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1), int((b.targets != -100).sum())
+
+
+@torch.no_grad()
+def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    total, count = 0.0, 0
+    for i, batch in enumerate(buckets(examples, max_tokens, random.Random(seed))):
+        block = model.config.block_sizes[i % len(model.config.block_sizes)]
+        loss, n = loss_ar(model, batch, ids) if twin == "ar" else loss_bd(model, batch, ids, block, gen)
+        total, count = total + loss.item() * n, count + n
+    model.train()
+    return total / max(count, 1)
+
+
+def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
+    """Greedy agent episodes on the first held-out benchmark tasks; {} when the agent loop is absent."""
+    try:
+        from engine.agent import run_episode
+        from engine.backends.sprout import SproutBackend
+        from engine.world.tasks import load_heldout
+    except ImportError:
+        return {}
+    from engine.trace import GenerationConfig
+    model.eval()
+    backend = SproutBackend(model, tokenizer, name=f"sprout-{twin}")
+    cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.9)
+    tasks = load_heldout()[:n_tasks]
+    wins, nfe = 0, 0
+    for task in tasks:
+        tr = run_episode(backend, task, cfg)
+        wins += bool(tr.success)
+        nfe += tr.nfe
+    model.train()
+    return {"agent_success": wins / max(len(tasks), 1), "agent_tasks": len(tasks), "agent_nfe": nfe}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--twin", choices=["ar", "bd"], required=True)
+    p.add_argument("--preset", choices=list(TRAIN_PRESETS), default="cpu")
+    p.add_argument("--out", required=True, help="model folder for the best weights")
+    p.add_argument("--corpus", help="training JSONL (made with engine.world.corpus when missing)")
+    p.add_argument("--val-corpus", help="validation JSONL (held-out entities)")
+    p.add_argument("--init-from", help="start from these weights (AR -> diffusion adaptation)")
+    p.add_argument("--minutes", type=float, default=None, help="stop after this much wall time")
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
+    args = p.parse_args(argv)
+    hp = dict(TRAIN_PRESETS[args.preset])
+    if args.lr:
+        hp["lr"] = args.lr
+    if args.max_steps:
+        hp["max_steps"] = args.max_steps
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    run_dir = RUNS / out.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = Path("data")
+    corpus = Path(args.corpus) if args.corpus else data_dir / f"corpus-train-{args.preset}.jsonl"
+    val_corpus = Path(args.val_corpus) if args.val_corpus else data_dir / f"corpus-heldout-{args.preset}.jsonl"
+    if not corpus.exists():
+        make_corpus("train", hp["corpus_n"], args.seed, corpus)
+    if not val_corpus.exists():
+        make_corpus("heldout", max(hp["corpus_n"] // 50, 20), args.seed + 1, val_corpus)
+    texts = read_corpus(corpus)
+
+    # tokenizer: from the init model, the output folder, or trained on the corpus
+    tok_src = next((d for d in (args.init_from, out) if d and (Path(d) / "tokenizer.json").exists()), None)
+    tokenizer = load_tokenizer(tok_src) if tok_src else train_tokenizer(texts, hp["vocab"])
+    ids = {"eos": tokenizer.convert_tokens_to_ids(EOS), "pad": tokenizer.convert_tokens_to_ids(PAD),
+           "mask": tokenizer.convert_tokens_to_ids(MASK)}
+
+    if args.init_from:
+        model = SproutModel.from_pretrained(args.init_from, dtype=torch.float32)
+        model.config.causal = args.twin == "ar"
+    else:
+        model = SproutModel(preset_config(
+            args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
+            eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
+    assert isinstance(model.config, SproutConfig)
+    opt = torch.optim.AdamW(model.parameters(), lr=hp["lr"], betas=(0.9, 0.95), weight_decay=0.1)
+    state_path = run_dir / "state.pt"
+    step, best, tokens_seen, seconds_before = 0, None, 0, 0.0
+    if state_path.exists():
+        st = torch.load(state_path, weights_only=False)
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["opt"])
+        step, best, tokens_seen, seconds_before = st["step"], st["best"], st["tokens_seen"], st["seconds"]
+        print(f"resuming {out.name} at step {step}", file=sys.stderr)
+
+    examples = encode_texts(texts, tokenizer)
+    val_examples = encode_texts(read_corpus(val_corpus)[:200], tokenizer)
+    rng = random.Random(args.seed + step)
+    gen = torch.Generator().manual_seed(args.seed + step)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{args.twin} twin, {n_params / 1e6:.2f} M params, {len(examples)} transcripts", file=sys.stderr)
+
+    def lr_at(s: int) -> float:   # linear warm-up, cosine to 10 %
+        if s < hp["warmup"]:
+            return hp["lr"] * (s + 1) / hp["warmup"]
+        frac = min(1.0, (s - hp["warmup"]) / max(1, hp["max_steps"] - hp["warmup"]))
+        return hp["lr"] * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    def save_state():
+        atomic_torch_save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "best": best,
+                           "tokens_seen": tokens_seen, "seconds": seconds_before + time.time() - t0},
+                          state_path)
+
+    def evaluate():
+        nonlocal best
+        val = validation_loss(model, val_examples, ids, args.twin, hp["max_tokens"])
+        rec = {"step": step, "val_loss": round(val, 4)}
+        if args.agent_tasks:
+            try:   # an evaluation bug must not end hours of training
+                rec.update(agent_eval(model, tokenizer, args.twin, args.agent_tasks))
+            except Exception as exc:  # noqa: BLE001
+                rec["agent_eval_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        score = (rec.get("agent_success", 0.0), -val)
+        improved = best is None or score > tuple(best)
+        if improved:
+            best = list(score)
+            save_model_folder(model, tokenizer, out, {
+                "twin": args.twin, "preset": args.preset, "step": step, "tokens_seen": tokens_seen,
+                "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **rec})
+        rec["saved"] = improved
+        log(rec)
+        return rec
+
+    log_file = open(run_dir / "log.jsonl", "a")
+
+    def log(rec: dict) -> None:
+        log_file.write(json.dumps({"time": round(time.time()), **rec}) + "\n")
+        log_file.flush()
+
+    t0 = last_save = time.time()
+    bar = tqdm(total=hp["max_steps"], initial=step, desc=f"sprout-{args.twin}", file=sys.stderr,
+               mininterval=5)
+    model.train()
+    window_tokens, window_t = 0, time.time()
+    while step < hp["max_steps"]:
+        for batch in buckets(examples, hp["max_tokens"], rng):
+            if step >= hp["max_steps"] or (args.minutes and time.time() - t0 > args.minutes * 60):
+                break
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step)
+            if args.twin == "ar":
+                loss, n = loss_ar(model, batch, ids)
+            else:
+                block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
+                                                                   generator=gen))]
+                loss, n = loss_bd(model, batch, ids, block, gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            batch_tokens = sum(len(ex.ids) for ex in batch)
+            tokens_seen += batch_tokens
+            window_tokens += batch_tokens
+            bar.update(1)
+            if step % 50 == 0:
+                rate = window_tokens / max(time.time() - window_t, 1e-9)
+                log({"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate),
+                     "tokens_seen": tokens_seen, "target_tokens": n})
+                bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:.0f}")
+                window_tokens, window_t = 0, time.time()
+            if step % hp["eval_every"] == 0:
+                evaluate()
+            if time.time() - last_save >= hp["save_min"] * 60:
+                save_state()
+                last_save = time.time()
+        else:
+            continue
+        break
+    evaluate()
+    save_state()
+    bar.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

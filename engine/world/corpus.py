@@ -1,0 +1,81 @@
+"""Training corpus: complete chat transcripts rendered from oracle trajectories.
+
+    python -m engine.world.corpus --split train --n 20000 --seed 0 --out data/train.jsonl
+
+One JSON line per task: {"id", "intent", "split", "messages": [{"role", "content"}], "text"},
+`text` = render_chat(messages, add_generation_prompt=False). No system turn and no tool list:
+the model learns the tools; loss goes on format.assistant_spans(text). Agent tasks are
+user -> (assistant call -> tool response)* -> assistant finish; document tasks are
+user -> assistant document (plain text). Intents come in balanced shuffled rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.world.format import render_call, render_chat, render_response, system_prompt
+from engine.world.oracle import Call
+from engine.world.tasks import ALL_INTENTS, build_task, task_seeds
+
+
+def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], final: Call | None,
+                        system: str | None = None) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": task["instruction"]})
+    if task["domain"] == "document":
+        messages.append({"role": "assistant", "content": task["gold_output"]})
+        return messages
+    for call, reply in steps:
+        messages.append({"role": "assistant", "content": render_call(call.name, call.arguments)})
+        messages.append({"role": "tool", "content": render_response(reply)})
+    messages.append({"role": "assistant", "content": render_call(final.name, final.arguments)})
+    return messages
+
+
+def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None, system: str | None = None):
+    """Yield the corpus records one by one."""
+    prompt = system_prompt(system)
+    for intent, task_seed in task_seeds(split, n, seed, intents or list(ALL_INTENTS)):
+        task, steps, final = build_task(intent, split, task_seed)
+        messages = transcript_messages(task, steps, final, prompt)
+        yield {"id": task["id"], "intent": intent, "split": split, "messages": messages,
+               "text": render_chat(messages, add_generation_prompt=False)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.world.corpus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", choices=("train", "heldout"), default="train")
+    parser.add_argument("--n", type=int, default=20000, help="number of transcripts")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="output .jsonl path")
+    parser.add_argument("--intents", default="", help=f"comma-separated subset of: {', '.join(ALL_INTENTS)}")
+    parser.add_argument("--system", choices=("none", "compact", "full"), default="none",
+                        help="system turn to put in every transcript (default none)")
+    args = parser.parse_args(argv)
+    intents = [i.strip() for i in args.intents.split(",") if i.strip()] or None
+    unknown = sorted(set(intents or []) - set(ALL_INTENTS))
+    if unknown:
+        parser.error(f"unknown intent(s) {', '.join(unknown)}; choose from {', '.join(ALL_INTENTS)}")
+    if args.n < 1:
+        parser.error("--n must be at least 1")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lengths = []
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("w") as f:
+        for record in corpus_lines(args.split, args.n, args.seed, intents, None if args.system == "none" else args.system):
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            lengths.append(len(record["text"]))
+    tmp.replace(out)
+    print(f"Wrote {len(lengths)} {args.split} transcripts to {out}: chars mean {statistics.mean(lengths):.0f}, "
+          f"median {statistics.median(lengths):.0f}, max {max(lengths)}.", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

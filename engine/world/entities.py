@@ -1,0 +1,132 @@
+"""Value pools of the agent world and their fixed train / held-out split.
+
+Every entity value (full names, emails, addresses, product / customer / invoice / order /
+activity ids, course codes, colour x size combinations) belongs to exactly one split, decided
+by a hash of the value itself: one in five is held out. So the split never depends on the
+order of generation, and a held-out task can only use values that no training transcript
+contains. Vocabulary words (styles, colours, sizes, statuses, descriptions, skills) are
+shared: the model must know them; it must copy the values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from functools import cache
+
+SPLITS = ("train", "heldout")
+HELDOUT_ONE_IN = 5
+
+FIRST_NAMES = (
+    "Ana", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jade", "Kai", "Lena",
+    "Milo", "Nora", "Omar", "Pia", "Quin", "Rosa", "Sami", "Tess", "Uma", "Vik", "Wren",
+    "Xena", "Yuri", "Zoe", "Alma", "Bram", "Cleo", "Dina", "Emil", "Finn", "Gita", "Hugo",
+    "Iris", "Jon", "Kira", "Leo", "Mara", "Nils", "Olga", "Paul", "Rhea", "Saul", "Tara",
+    "Ugo", "Vera", "Walt", "Yara", "Zeno",
+)
+LAST_NAMES = (
+    "Diaz", "Kim", "Novak", "Berg", "Costa", "Hale", "Ito", "Jansen", "Khan", "Lund",
+    "Moreau", "Nagy", "Ortiz", "Park", "Quist", "Reyes", "Sato", "Toth", "Ueda", "Vance",
+    "Weiss", "Young", "Zhou", "Abbott", "Brandt", "Castro", "Dalton", "Egan", "Fox", "Grant",
+    "Horvat", "Ivers", "Jovic", "Keller", "Lopez", "Marsh", "Nolan", "Olsen", "Price", "Rossi",
+)
+EMAIL_DOMAINS = ("mail.io", "post.net", "inbox.org", "web.co")
+STREETS = (
+    "Oak", "Elm", "Pine", "Maple", "Cedar", "Birch", "Lake", "Hill", "Dale", "Mill",
+    "River", "King", "Queen", "Church", "Market", "Bridge", "Station", "Garden", "Forest", "Castle",
+)
+STREET_KINDS = ("St", "Rd", "Ave", "Ln")
+
+STYLES = ("hoodie", "jacket", "sweater", "shirt", "dress", "skirt", "coat", "cap", "belt", "vest")
+PLURALS = {"dress": "dresses"}  # every other style takes an "s"
+COLORS = ("red", "blue", "green", "black", "white", "grey", "pink", "navy")
+SIZES = ("XS", "S", "M", "L", "XL")
+
+INVOICE_STATUSES = ("paid", "unpaid")
+ACTIVITY_STATUSES = ("pending", "running", "done", "failed", "paused")
+DESCRIPTIONS = (
+    "web design", "consulting", "repairs", "hosting", "training", "catering",
+    "cleaning", "translation", "audit", "photography", "delivery", "printing",
+)
+SUBJECTS = ("BIO", "ART", "MAT", "HIS", "CHE", "PHY", "ECO", "LAW", "MUS", "GEO", "LIT", "DAT")
+
+# Document tasks (resume / HTML page).
+ROLES = ("Data Analyst", "Designer", "Engineer", "Accountant", "Teacher", "Nurse", "Chef", "Sales Lead")
+COMPANIES = ("Acme", "Globex", "Initech", "Umbra", "Vertex", "Nimbus", "Orbit", "Pinecone")
+SKILLS = ("Python", "SQL", "Excel", "Figma", "Java", "Sales", "Writing", "Cooking", "Teaching", "Linux", "Statistics")
+PAGE_TOPICS = ("Spring Sale", "New Hoodies", "Our Courses", "Opening Hours", "Contact Us", "Gift Cards", "Team News")
+PAGE_TEXTS = (
+    "Everything ships in two days.", "Sign up today.", "We are open every weekday.",
+    "Prices include tax.", "Ask us anything.", "New styles every week.",
+)
+LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See courses"), ("/contact", "Write to us"))
+
+
+def split_of(kind: str, value: str) -> str:
+    """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out."""
+    digest = hashlib.sha256(f"{kind}:{value}".encode()).digest()
+    return "heldout" if digest[0] % HELDOUT_ONE_IN == 0 else "train"
+
+
+def plural(style: str) -> str:
+    return PLURALS.get(style, style + "s")
+
+
+def email_for(name: str) -> str:
+    """One email per name (so a held-out name means a held-out email)."""
+    first, last = name.lower().split(" ")
+    domain = EMAIL_DOMAINS[hashlib.sha256(name.encode()).digest()[1] % len(EMAIL_DOMAINS)]
+    return f"{first}.{last}@{domain}"
+
+
+def _all_values(kind: str) -> tuple[str, ...]:
+    if kind == "name":
+        return tuple(f"{f} {la}" for f in FIRST_NAMES for la in LAST_NAMES)
+    if kind == "address":
+        return tuple(f"{n} {s} {k}" for n in range(1, 100) for s in STREETS for k in STREET_KINDS)
+    if kind == "product":  # P + digit + letter + digit, e.g. P3K7
+        letters = "ABCDEFGHJKLMNPRSTUVWXYZ"
+        return tuple(f"P{a}{b}{c}" for a in range(1, 10) for b in letters for c in range(10))
+    if kind in ("customer", "invoice", "order", "activity"):  # C417, V204, O512, A318
+        prefix = {"customer": "C", "invoice": "V", "order": "O", "activity": "A"}[kind]
+        return tuple(f"{prefix}{n}" for n in range(100, 1000))
+    if kind == "course":  # BIO2
+        return tuple(f"{s}{n}" for s in SUBJECTS for n in range(1, 10))
+    if kind == "combo":  # colour|size
+        return tuple(f"{c}|{s}" for c in COLORS for s in SIZES)
+    raise KeyError(f"Unknown entity kind {kind!r}.")
+
+
+ENTITY_KINDS = ("name", "address", "product", "customer", "invoice", "order", "activity", "course", "combo")
+
+
+@cache
+def pool(kind: str, split: str) -> tuple[str, ...]:
+    """Every value of one kind in one split, in a fixed order."""
+    if split not in SPLITS:
+        raise ValueError(f"Unknown split {split!r}; choose train or heldout.")
+    return tuple(v for v in _all_values(kind) if split_of(kind, v) == split)
+
+
+@cache
+def sizes_for(color: str, split: str) -> tuple[str, ...]:
+    """Sizes a product of this colour may carry in a world of this split."""
+    if split == "heldout":
+        return SIZES
+    return tuple(s for s in SIZES if split_of("combo", f"{color}|{s}") == "train")
+
+
+def heldout_values() -> dict[str, tuple[str, ...]]:
+    """Every held-out value by kind, emails included (what the leak test looks for)."""
+    out = {kind: pool(kind, "heldout") for kind in ENTITY_KINDS}
+    out["email"] = tuple(email_for(n) for n in out["name"])
+    return out
+
+
+def pick(rng: random.Random, kind: str, split: str, avoid: set[str] | frozenset[str] = frozenset()) -> str:
+    """A random value of a kind from a split, not in `avoid`."""
+    values = pool(kind, split)
+    while True:
+        value = values[rng.randrange(len(values))]
+        if value not in avoid:
+            return value

@@ -1,0 +1,204 @@
+"""The oracle: for each intent a policy that reads the task's slots and the tool responses
+and picks the next call, exactly as a perfect agent would. Running it against the world
+gives a task's gold trajectory; `OracleModel` speaks it as text, so the same policy can
+stand in for a model in the agent loop (and must then score 100 % under the grader).
+
+A policy is a generator: it yields `Call`s and is sent each call's response.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.world.format import render_call
+from engine.world.state import world_for
+from engine.world.templates import ANSWERS
+from engine.world.tools import FINISH, call_tool
+
+
+@dataclass
+class Call:
+    name: str
+    arguments: dict[str, Any]
+    outputs: list[str] = field(default_factory=list)  # for finish: what the answer must contain
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+
+Policy = Generator[Call, Any, None]
+
+
+def finish(answer_key: str, outputs: list[str], **values: Any) -> Call:
+    return Call(FINISH, {"answer": ANSWERS[answer_key].format(**values)}, [str(o) for o in outputs])
+
+
+def exact_matches(hits: Any, s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Search results matching all three of style (the query), colour and size."""
+    if not isinstance(hits, list):
+        return []
+    return [h for h in hits if h.get("color") == s["color"] and h.get("size") == s["size"]]
+
+
+# -- building blocks -------------------------------------------------------------------------
+def search(s: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("search_products", {"query": s["style"], "color": s["color"], "size": s["size"]}))
+
+
+def add_first_in_stock(s: dict[str, Any], hits: Any) -> Generator[Call, Any, dict | None]:
+    """Try the exact matches in listed order; an out-of-stock reply moves on to the next."""
+    for item in exact_matches(hits, s):
+        reply = yield Call("add_to_cart", {"product_id": item["id"], "size": s["size"], "quantity": s["qty"]})
+        if isinstance(reply, dict) and reply.get("ok"):
+            return item
+    return None
+
+
+def checkout(s: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("checkout_guest", {"name": s["name"], "email": s["email"], "address": s["address"]}))
+
+
+def customer(s: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("get_customer", {"name": s["name"]}))
+
+
+# -- one policy per intent -------------------------------------------------------------------
+def shop_find(s: dict[str, Any]) -> Policy:
+    item = exact_matches((yield from search(s)), s)[0]
+    yield finish("shop_find", [item["id"], item["price"]], id=item["id"], price=item["price"])
+
+
+def shop_add(s: dict[str, Any]) -> Policy:
+    item = yield from add_first_in_stock(s, (yield from search(s)))
+    yield finish(s["intent"], [], qty=s["qty"], id=item["id"], size=s["size"])
+
+
+def shop_near_miss(s: dict[str, Any]) -> Policy:
+    hits = yield from search(s)
+    assert not exact_matches(hits, s), "a near-miss scenario has no exact match"
+    yield finish("shop_near_miss", ["not available"], color=s["color"], style=s["style"], size=s["size"])
+
+
+def shop_checkout(s: dict[str, Any]) -> Policy:
+    order = yield from checkout(s)
+    yield finish(s["intent"], [order["order"]], order=order["order"], total=order["total"])
+
+
+def shop_buy(s: dict[str, Any]) -> Policy:
+    yield from add_first_in_stock(s, (yield from search(s)))
+    yield from shop_checkout(s)
+
+
+def shop_missing_info(s: dict[str, Any]) -> Policy:
+    yield finish(s["intent"], [s["missing"]], missing=s["missing"])
+
+
+def shop_cart_total(s: dict[str, Any]) -> Policy:
+    cart = yield Call("view_cart", {})
+    yield finish("shop_cart_total", [cart["total"]], total=cart["total"])
+
+
+def office_customer(s: dict[str, Any]) -> Policy:
+    found = yield from customer(s)
+    yield finish("office_customer", [found["id"], found["email"]], name=s["name"], **found)
+
+
+def office_invoice(s: dict[str, Any], customer_id: str | None = None) -> Policy:
+    customer_id = customer_id or s["customer_id"]
+    made = yield Call("create_invoice", {"customer_id": customer_id, "amount": s["amount"],
+                                         "description": s["description"]})
+    yield finish(s["intent"], [made["id"]], invoice=made["id"], customer_id=customer_id)
+
+
+def office_invoice_by_name(s: dict[str, Any]) -> Policy:
+    found = yield from customer(s)
+    yield from office_invoice(s, found["id"])
+
+
+def find_invoices(s: dict[str, Any]) -> Generator[Call, Any, Any]:
+    found = yield from customer(s)
+    args = {"customer_id": found["id"]}
+    if s.get("status"):
+        args["status"] = s["status"]
+    return (yield Call("find_invoices", args))
+
+
+def office_find_invoices(s: dict[str, Any]) -> Policy:
+    ids = [inv["id"] for inv in (yield from find_invoices(s))]
+    if ids:
+        yield finish("office_find_invoices", ids, ids=", ".join(ids))
+    else:
+        yield finish("office_find_invoices:none", [], which=s["which"])
+
+
+def office_sum(s: dict[str, Any]) -> Policy:
+    total = yield Call("sum_amounts", {"amounts": s["amounts"]})
+    yield finish("office_sum", [total["sum"]], sum=total["sum"])
+
+
+def office_unpaid_total(s: dict[str, Any]) -> Policy:
+    invoices = yield from find_invoices(s)
+    total = yield Call("sum_amounts", {"amounts": [inv["amount"] for inv in invoices]})
+    yield finish("office_unpaid_total", [total["sum"]], name=s["name"], sum=total["sum"])
+
+
+def office_course(s: dict[str, Any]) -> Policy:
+    yield Call("register_course", {"student_name": s["name"], "course_code": s["course"]})
+    yield finish("office_course", [], name=s["name"], course=s["course"])
+
+
+def office_activity(s: dict[str, Any]) -> Policy:
+    reply = yield Call("get_activity_status", {"activity_id": s["activity"]})
+    yield finish("office_activity", [reply["status"]], activity=s["activity"], status=reply["status"])
+
+
+def office_missing_info(s: dict[str, Any]) -> Policy:
+    yield finish("office_missing_info", [s["missing"]], missing=s["missing"])
+
+
+POLICIES = {
+    "shop_find": shop_find, "shop_add": shop_add, "shop_near_miss": shop_near_miss,
+    "shop_out_of_stock": shop_add, "shop_checkout": shop_checkout, "shop_missing_info": shop_missing_info,
+    "shop_cart_total": shop_cart_total, "shop_buy": shop_buy,
+    "office_customer": office_customer, "office_invoice": office_invoice,
+    "office_invoice_by_name": office_invoice_by_name, "office_find_invoices": office_find_invoices,
+    "office_sum": office_sum, "office_unpaid_total": office_unpaid_total, "office_course": office_course,
+    "office_activity": office_activity, "office_missing_info": office_missing_info,
+}
+
+
+def policy_for(task: dict[str, Any]) -> Policy:
+    return POLICIES[task["intent"]]({**task["slots"], "intent": task["intent"]})
+
+
+def solve(task: dict[str, Any]) -> tuple[list[tuple[Call, Any]], Call]:
+    """Run the oracle against the task's world: [(call, response)] up to, and the finish call."""
+    world = world_for(task)
+    policy = policy_for(task)
+    steps: list[tuple[Call, Any]] = []
+    call = next(policy)
+    while call.name != FINISH:
+        reply = call_tool(world, call.name, call.arguments)
+        steps.append((call, reply))
+        call = policy.send(reply)
+    return steps, call
+
+
+class OracleModel:
+    """The oracle as a text model for `engine.agent.run_episode(generate_fn=...)`: reads the
+    last tool response from the chat, answers with the next call rendered canonically."""
+
+    def __init__(self, task: dict[str, Any]):
+        self.policy = policy_for(task)
+        self.started = False
+
+    def __call__(self, messages: list[dict[str, str]]) -> str:
+        if not self.started:
+            self.started = True
+            call = next(self.policy)
+        else:
+            call = self.policy.send(json.loads(messages[-1]["content"]))
+        return render_call(call.name, call.arguments)

@@ -1,0 +1,260 @@
+"""Task generator: an intent + a split + a seed -> a task whose gold trajectory the oracle
+finds by executing against the world.
+
+A task is JSON: {id, domain, intent, split, instruction, world: {seed, setup}, slots,
+gold_actions, outputs}. `slots` holds what the instruction says as structured values (what
+the oracle reads); `world.setup` holds the scenario entities added to the seed's background
+world (state.world_for). Every entity value is drawn from the task's split (entities.py).
+Shop scenarios always list near misses (2 of style / colour / size match) next to the exact
+match, so picking an id means comparing attributes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.world import documents
+from engine.world import entities as E
+from engine.world.oracle import Call, solve
+from engine.world.state import World, make_world
+from engine.world.templates import INSTRUCTIONS
+
+Scenario = tuple[dict[str, Any], dict[str, Any]]   # (slots, setup)
+
+
+def _allowed(color: str, size: str, split: str) -> bool:
+    return split == "heldout" or E.split_of("combo", f"{color}|{size}") == "train"
+
+
+def _add_product(world: World, rng: random.Random, setup: dict, style: str, color: str, stock: dict[str, int]) -> str:
+    pid = world.new_id("product")
+    product = {"style": style, "color": color, "price": rng.randint(9, 149),
+               "stock": {s: stock[s] for s in E.SIZES if s in stock}}
+    world.products[pid] = product
+    setup.setdefault("products", {})[pid] = product
+    return pid
+
+
+def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
+    """kind: exact (one full match), oos (two; the first listed is out of stock), none (only near misses)."""
+    split = world.split
+    color, size = E.pick(rng, "combo", split).split("|")
+    style, qty = rng.choice(E.STYLES), rng.randint(1, 3)
+    setup: dict[str, Any] = {}
+    other_sizes = [s for s in E.SIZES if s != size and _allowed(color, s, split)]
+    exact = []
+    for _ in range({"exact": 1, "oos": 2, "none": 0}[kind]):
+        stock = {size: rng.randint(qty, 6)}
+        if other_sizes and rng.random() < 0.5:
+            stock[rng.choice(other_sizes)] = rng.randint(1, 6)
+        exact.append(_add_product(world, rng, setup, style, color, stock))
+    if kind == "oos":
+        setup["products"][min(exact)]["stock"][size] = 0
+    if kind == "none":  # right colour, wrong size
+        wrong = rng.sample(other_sizes, min(len(other_sizes), rng.randint(1, 2)))
+        _add_product(world, rng, setup, style, color, {s: rng.randint(1, 6) for s in wrong})
+    colors = [c for c in E.COLORS if c != color and _allowed(c, size, split)]
+    for near in rng.sample(colors, rng.randint(1, 2)):  # right size, wrong colour
+        _add_product(world, rng, setup, style, near, {size: rng.randint(1, 6)})
+    item = f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
+    return {"style": style, "color": color, "size": size, "qty": qty, "item": item}, setup
+
+
+def _guest(world: World, rng: random.Random, missing: str | None = None) -> dict[str, Any]:
+    name = E.pick(rng, "name", world.split)
+    slots = {"name": name, "email": E.email_for(name), "address": E.pick(rng, "address", world.split)}
+    shown = [k for k in ("name", "email", "address") if k != missing]
+    slots["details"] = ", ".join(f"{k} {slots[k]}" for k in shown)
+    if missing:
+        slots["missing"] = missing
+    return slots
+
+
+def _filled_cart(world: World, rng: random.Random) -> dict[str, Any]:
+    lines = []
+    for pid in rng.sample(sorted(world.products), rng.randint(1, 2)):
+        lines.append([pid, rng.choice(sorted(world.products[pid]["stock"])), rng.randint(1, 2)])
+    return {"cart": lines}
+
+
+def _customer(world: World, rng: random.Random, setup: dict, statuses: list[str] = ()) -> dict[str, Any]:
+    """A scenario customer (a name no background customer has) with invoices of `statuses`."""
+    name = E.pick(rng, "name", world.split, avoid={c["name"] for c in world.customers.values()})
+    cid = world.new_id("customer")
+    world.customers[cid] = {"name": name, "email": E.email_for(name)}
+    setup.setdefault("customers", {})[cid] = world.customers[cid]
+    for status in statuses:
+        iid = world.new_id("invoice")
+        world.invoices[iid] = {"customer": cid, "amount": rng.randint(20, 990), "status": status,
+                               "description": rng.choice(E.DESCRIPTIONS)}
+        setup.setdefault("invoices", {})[iid] = world.invoices[iid]
+    return {"name": name, "customer_id": cid}
+
+
+def _spoken_list(values: list[Any]) -> str:
+    return ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
+
+
+# -- scenarios, one per intent ---------------------------------------------------------------
+def shop_checkout(world: World, rng: random.Random) -> Scenario:
+    return _guest(world, rng), _filled_cart(world, rng)
+
+
+def shop_missing_info(world: World, rng: random.Random) -> Scenario:
+    return _guest(world, rng, missing=rng.choice(("name", "email", "address"))), _filled_cart(world, rng)
+
+
+def shop_buy(world: World, rng: random.Random) -> Scenario:
+    slots, setup = _shop(world, rng, "exact")
+    return {**slots, **_guest(world, rng)}, setup
+
+
+def office_invoice(world: World, rng: random.Random) -> Scenario:
+    setup: dict[str, Any] = {}
+    slots = _customer(world, rng, setup)
+    return {**slots, "amount": rng.randint(20, 990), "description": rng.choice(E.DESCRIPTIONS)}, setup
+
+
+def office_find_invoices(world: World, rng: random.Random) -> Scenario:
+    status = rng.choice((None, "unpaid", "paid"))
+    statuses = [rng.choice(E.INVOICE_STATUSES) for _ in range(rng.randint(2, 4))]
+    if status:
+        statuses[rng.randrange(len(statuses))] = status
+    setup: dict[str, Any] = {}
+    slots = _customer(world, rng, setup, statuses)
+    return {**slots, "status": status, "which": f"{status} " if status else ""}, setup
+
+
+def office_unpaid_total(world: World, rng: random.Random) -> Scenario:
+    statuses = ["unpaid"] * rng.randint(2, 3) + ["paid"] * rng.randint(0, 2)
+    rng.shuffle(statuses)
+    setup: dict[str, Any] = {}
+    return {**_customer(world, rng, setup, statuses), "status": "unpaid"}, setup
+
+
+def office_sum(world: World, rng: random.Random) -> Scenario:
+    amounts = [rng.randint(5, 990) for _ in range(rng.randint(2, 4))]
+    return {"amounts": amounts, "amounts_text": _spoken_list(amounts)}, {}
+
+
+def office_course(world: World, rng: random.Random) -> Scenario:
+    code = world.new_id("course")
+    world.courses[code] = rng.randint(1, 30)
+    return {"name": E.pick(rng, "name", world.split), "course": code}, {"courses": {code: world.courses[code]}}
+
+
+def office_activity(world: World, rng: random.Random) -> Scenario:
+    aid = world.new_id("activity")
+    world.activities[aid] = rng.choice(E.ACTIVITY_STATUSES)
+    return {"activity": aid}, {"activities": {aid: world.activities[aid]}}
+
+
+def office_missing_info(world: World, rng: random.Random) -> Scenario:
+    setup: dict[str, Any] = {}
+    slots = _customer(world, rng, setup)
+    return {**slots, "missing": rng.choice(("amount", "course code")), "description": rng.choice(E.DESCRIPTIONS)}, setup
+
+
+# intent -> (domain, scenario builder)
+INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
+    "shop_find": ("shop", lambda w, r: _shop(w, r, "exact")),
+    "shop_add": ("shop", lambda w, r: _shop(w, r, "exact")),
+    "shop_near_miss": ("shop", lambda w, r: _shop(w, r, "none")),
+    "shop_out_of_stock": ("shop", lambda w, r: _shop(w, r, "oos")),
+    "shop_checkout": ("shop", shop_checkout),
+    "shop_missing_info": ("shop", shop_missing_info),
+    "shop_cart_total": ("shop", lambda w, r: ({}, _filled_cart(w, r))),
+    "shop_buy": ("shop", shop_buy),
+    "office_customer": ("office", lambda w, r: _customer_only(w, r)),
+    "office_invoice": ("office", office_invoice),
+    "office_invoice_by_name": ("office", office_invoice),
+    "office_find_invoices": ("office", office_find_invoices),
+    "office_sum": ("office", office_sum),
+    "office_unpaid_total": ("office", office_unpaid_total),
+    "office_course": ("office", office_course),
+    "office_activity": ("office", office_activity),
+    "office_missing_info": ("office", office_missing_info),
+}
+AGENT_INTENTS = tuple(INTENTS)
+DOC_INTENTS = documents.DOC_INTENTS
+ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
+
+
+def _customer_only(world: World, rng: random.Random) -> Scenario:
+    setup: dict[str, Any] = {}
+    return _customer(world, rng, setup), setup
+
+
+def _template_key(intent: str, slots: dict[str, Any]) -> str:
+    return f"{intent}:{slots['missing']}" if intent == "office_missing_info" else intent
+
+
+def build_task(intent: str, split: str, seed: int) -> tuple[dict[str, Any], list[tuple[Call, Any]], Call | None]:
+    """A task and its oracle trajectory ([(call, response)], finish call); documents have none."""
+    if split not in E.SPLITS:
+        raise ValueError(f"Unknown split {split!r}; choose train or heldout.")
+    rng = random.Random(f"task:{intent}:{split}:{seed}")
+    if intent in DOC_INTENTS:
+        return documents.make_doc_task(intent, split, seed, rng), [], None
+    if intent not in INTENTS:
+        raise ValueError(f"Unknown intent {intent!r}; choose one of {', '.join(ALL_INTENTS)}.")
+    domain, scenario = INTENTS[intent]
+    slots, setup = scenario(make_world(seed, split), rng)
+    template = rng.choice(INSTRUCTIONS[_template_key(intent, slots)])
+    values = {**slots, "amounts": slots.get("amounts_text", "")}
+    task = {"id": f"{intent}-{split}-{seed}", "domain": domain, "intent": intent, "split": split,
+            "instruction": template.format(**values), "world": {"seed": seed, "setup": setup}, "slots": slots}
+    steps, final = solve(task)
+    task["gold_actions"] = [c.to_dict() for c, _ in steps] + [final.to_dict()]
+    task["outputs"] = final.outputs
+    return task, steps, final
+
+
+def make_task(intent: str, split: str, seed: int) -> dict[str, Any]:
+    return build_task(intent, split, seed)[0]
+
+
+def task_seeds(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None):
+    """(intent, task seed) pairs, balanced: each round of len(intents) tasks covers every
+    intent once, in a shuffled order."""
+    intents = list(intents or AGENT_INTENTS)
+    rng = random.Random(f"tasks:{split}:{seed}")
+    out: list[tuple[str, int]] = []
+    while len(out) < n:
+        round_ = intents[:]
+        rng.shuffle(round_)
+        out.extend((intent, rng.getrandbits(31)) for intent in round_)
+    return out[:n]
+
+
+def generate_tasks(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None) -> list[dict]:
+    return [make_task(intent, split, s) for intent, s in task_seeds(split, n, seed, intents)]
+
+
+# -- the fixed held-out benchmark set --------------------------------------------------------
+HELDOUT_PATH = Path(__file__).with_name("heldout_tasks.json")
+HELDOUT_SIZE, HELDOUT_SEED = 49, 49
+
+
+def make_heldout_set(n: int = HELDOUT_SIZE, seed: int = HELDOUT_SEED) -> list[dict[str, Any]]:
+    """Agent tasks on held-out values only, balanced across intents."""
+    return generate_tasks("heldout", n, seed, AGENT_INTENTS)
+
+
+def load_heldout_tasks(path: str | Path = HELDOUT_PATH) -> list[dict[str, Any]]:
+    return json.loads(Path(path).read_text())
+
+
+def write_heldout_set(path: str | Path = HELDOUT_PATH) -> None:
+    """One task per line, so a change shows up as a readable diff."""
+    lines = ",\n".join(json.dumps(t, separators=(",", ":")) for t in make_heldout_set())
+    Path(path).write_text(f"[\n{lines}\n]\n")
+
+
+if __name__ == "__main__":  # python -m engine.world.tasks: rewrite heldout_tasks.json (on purpose only)
+    write_heldout_set(sys.argv[1] if len(sys.argv) > 1 else HELDOUT_PATH)

@@ -1,0 +1,69 @@
+"""Compact, lossless JSON for a generation's frames (one row per generation, see store.py).
+
+Every Frame carries the whole canvas, so storing it verbatim costs O(frames x length): an
+AR run of 512 tokens would write 512 canvases of 512 ids. Consecutive canvases differ only
+where the forward committed, so each frame stores its canvas length and the (position, id)
+pairs that changed since the previous frame. Decoding replays the changes and gives back the
+exact canvases, whatever the sampler did (EOS fill, remasking), because the diff is taken
+against the real previous canvas, not derived from `committed`.
+
+Layout: {"v": 1, "frames": [[nfe, block, round, elapsed_s, committed, canvas_len, changes], ...]}
+with committed = [[position, token, confidence], ...] and changes = [[position, token], ...].
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from engine.trace import Frame
+
+FORMAT_VERSION = 1
+
+
+class FrameCodecError(ValueError):
+    """Stored frame data that this version cannot read."""
+
+
+def _number(value: float) -> float | None:
+    # JSON has no NaN/Infinity; a non-finite confidence or time is stored as null.
+    return value if math.isfinite(value) else None
+
+
+def encode_frames(frames: list[Frame]) -> str:
+    previous: list[int] = []
+    rows: list[list[Any]] = []
+    for frame in frames:
+        canvas = frame.canvas
+        changes = [[p, t] for p, t in enumerate(canvas) if p >= len(previous) or previous[p] != t]
+        rows.append([
+            frame.nfe, frame.block, frame.round, _number(float(frame.elapsed_s)),
+            [[int(p), int(t), _number(float(c))] for p, t, c in frame.committed],
+            len(canvas), changes,
+        ])
+        previous = canvas
+    return json.dumps({"v": FORMAT_VERSION, "frames": rows}, separators=(",", ":"))
+
+
+def decode_frames(data: str) -> list[Frame]:
+    payload = json.loads(data)
+    if not isinstance(payload, dict) or payload.get("v") != FORMAT_VERSION:
+        version = payload.get("v") if isinstance(payload, dict) else None
+        raise FrameCodecError(
+            f"Stored frames use format version {version!r}; this version of the playground reads version "
+            f"{FORMAT_VERSION}. Upgrade the playground to replay this turn."
+        )
+    frames: list[Frame] = []
+    canvas: list[int] = []
+    for nfe, block, round_, elapsed, committed, canvas_len, changes in payload["frames"]:
+        # Shrinking keeps the prefix; growing leaves slots that `changes` always fills.
+        canvas = canvas[:canvas_len] + [0] * max(0, canvas_len - len(canvas))
+        for position, token in changes:
+            canvas[position] = token
+        frames.append(Frame(
+            nfe=nfe, block=block, round=round_,
+            committed=[(p, t, float("nan") if c is None else c) for p, t, c in committed],
+            canvas=list(canvas), elapsed_s=float("nan") if elapsed is None else elapsed,
+        ))
+    return frames

@@ -1,0 +1,80 @@
+"""How playground values become table rows and come back: configs, generations, tool calls.
+
+JSON columns are compact text (sqlite-utils 4 hands JSON columns back as text anyway).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engine.trace import ConfigError, GenerationConfig, Result
+
+from .codec import decode_frames
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def config_to_json(config: GenerationConfig | Mapping[str, Any] | None) -> str | None:
+    if config is None:
+        return None
+    return to_json(config.to_dict() if isinstance(config, GenerationConfig) else dict(config))
+
+
+def config_from_json(text: str | None) -> GenerationConfig | dict[str, Any] | None:
+    # A config written by an older or newer version may not validate any more; the person
+    # still gets to see what was used, as a plain dict.
+    if text is None:
+        return None
+    values = json.loads(text)
+    try:
+        return GenerationConfig.from_dict(values)
+    except (ConfigError, TypeError):
+        return values
+
+
+def generation_row(result: Result, config: GenerationConfig | Mapping[str, Any] | None,
+                   model: str | None) -> dict[str, Any]:
+    """The generations row of a Result, without turn_id (frames go to their own table)."""
+    return {
+        "model": model, "config": config_to_json(config), "stats": to_json(result.stats.to_dict()),
+        "text": result.text, "token_ids": to_json(list(result.token_ids)), "mask_id": result.mask_id,
+        "pieces": to_json({str(k): v for k, v in result.pieces.items()}),
+    }
+
+
+def result_from_row(row: Mapping[str, Any], frames_data: str | None) -> Result:
+    """Rebuild the Result through Result.from_dict, then attach the decoded frames."""
+    result = Result.from_dict({
+        "token_ids": json.loads(row["token_ids"]), "text": row["text"], "frames": [],
+        "stats": json.loads(row["stats"]), "mask_id": row["mask_id"], "pieces": json.loads(row["pieces"]),
+    })
+    result.frames = decode_frames(frames_data) if frames_data else []
+    return result
+
+
+def tool_call_row(index: int, call: Any) -> dict[str, Any]:
+    """A tool call as a row, from a mapping, a dataclass, or any object with those attributes.
+
+    `arguments` is stored as JSON of whatever was given (a dict, or the raw text of a call the
+    parser could not read), so reading it back returns exactly that value.
+    """
+    if dataclasses.is_dataclass(call) and not isinstance(call, type):
+        call = dataclasses.asdict(call)
+    get = call.get if isinstance(call, Mapping) else (lambda key, default=None: getattr(call, key, default))
+    name = get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"Tool call {index} has no name; each tool call needs the tool's name.")
+    observation = get("observation")
+    error_type = get("error_type")
+    return {
+        "step": int(get("step", index)),
+        "name": name,
+        "arguments": to_json(get("arguments", {})),
+        "observation": observation if observation is None or isinstance(observation, str) else to_json(observation),
+        "error_type": None if error_type is None else str(error_type),
+    }

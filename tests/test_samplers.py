@@ -1,0 +1,243 @@
+"""engine/samplers.py: each rule on hand-made tables, then properties of whole generations
+through engine.generate with the fake diffusion backend."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import samplers
+from engine.generate import generate, run
+from engine.trace import SAMPLERS, SCHEDULED_SAMPLERS, GenerationConfig
+from tests.fakes import MASK, FakeDiffusionBackend
+
+T, F = True, False
+
+
+def mask(*bits):
+    return torch.tensor(bits, dtype=torch.bool)
+
+
+def chosen(m: torch.Tensor) -> set[int]:
+    return set(m.nonzero()[:, 0].tolist())
+
+
+# --------------------------------------------------------------------------- schedules
+
+@pytest.mark.parametrize(
+    "m, s, expected",
+    [(10, 4, [3, 3, 2, 2]), (8, 8, [1] * 8), (8, 1, [8]), (16, 5, [4, 3, 3, 3, 3]), (3, 5, [1, 1, 1, 0, 0])],
+    ids=["10-over-4", "8-over-8", "8-over-1", "16-over-5", "3-over-5"],
+)
+def test_transfer_schedule(m, s, expected):
+    assert samplers.transfer_schedule(m, s) == expected
+
+
+# --------------------------------------------------------------------------- proposals
+
+def test_top_k_keeps_the_k_largest():
+    out = samplers.filter_logits(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), top_k=2)
+    assert torch.isinf(out[0, [0, 3]]).all() and out[0, 1] == 4.0 and out[0, 2] == 3.0
+
+
+@pytest.mark.parametrize("top_p, kept", [(0.7, {0, 1}), (0.85, {0, 1, 2}), (0.3, {0}), (1.0, {0, 1, 2, 3})])
+def test_top_p_keeps_the_smallest_prefix_reaching_p(top_p, kept):
+    logits = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()                     # mass before: 0, .5, .8, .95
+    out = samplers.filter_logits(logits, top_p=top_p)
+    assert set(torch.isfinite(out[0]).nonzero()[:, 0].tolist()) == kept
+
+
+def test_temperature_zero_is_argmax_with_softmax_probs():
+    logits = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.0, 2.9]])
+    tokens, probs = samplers.propose(logits, temperature=0.0)
+    assert tokens.tolist() == [1, 0]
+    torch.testing.assert_close(probs, torch.softmax(logits, -1))
+
+
+def test_filtered_tokens_get_zero_probability():
+    tokens, probs = samplers.propose(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), temperature=0.0, top_k=2)
+    assert probs[0, 0] == 0 and probs[0, 3] == 0 and tokens.item() == 1
+    assert math.isclose(float(probs.sum()), 1.0, rel_tol=1e-6)
+
+
+def test_gumbel_noise_is_float64_and_seeded():
+    a = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
+    b = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
+    c = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(2), torch.device("cpu"))
+    assert a.dtype == torch.float64 and torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_sampling_is_reproducible_and_follows_the_distribution():
+    probs = torch.tensor([0.7, 0.2, 0.1])
+    logits = probs.log().expand(4000, 3)
+    first, p = samplers.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    again, _ = samplers.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(first, again)
+    torch.testing.assert_close(p[0], probs)
+    freq = torch.bincount(first, minlength=3).float() / 4000
+    assert (freq - probs).abs().max() < 0.03
+
+
+def test_temperature_sharpens_and_flattens():
+    logits = torch.tensor([[2.0, 1.0, 0.0]])
+    _, cold = samplers.propose(logits, temperature=0.5, generator=torch.Generator().manual_seed(0))
+    _, hot = samplers.propose(logits, temperature=2.0, generator=torch.Generator().manual_seed(0))
+    assert cold[0, 0] > torch.softmax(logits, -1)[0, 0] > hot[0, 0]
+
+
+# --------------------------------------------------------------------------- selection rules
+
+# Rows chosen so the three scores disagree: X has the highest p(top1) but a tiny margin.
+X = [0.46, 0.44, 0.10, 0.00]   # p1 .46, margin .02, H = .948
+Y = [0.40, 0.20, 0.20, 0.20]   # p1 .40, margin .20, H = 1.332
+Z = [0.30, 0.30, 0.20, 0.20]   # p1 .30, margin 0,   H = 1.366
+SCORED = torch.tensor([Z, Y, X])
+
+
+def test_low_confidence_takes_top_k_by_confidence():
+    conf = SCORED.max(-1).values
+    assert chosen(samplers.low_confidence(conf, mask(T, T, T), 1)) == {2}
+    assert chosen(samplers.low_confidence(conf, mask(T, T, T), 2)) == {1, 2}
+    assert chosen(samplers.low_confidence(conf, mask(T, T, F), 1)) == {1}
+
+
+def test_margin_orders_by_top1_minus_top2():
+    assert chosen(samplers.margin(SCORED, mask(T, T, T), 1)) == {1}
+    assert chosen(samplers.margin(SCORED, mask(T, T, T), 2)) == {1, 2}
+
+
+def test_entropy_takes_lowest_entropy_first():
+    assert chosen(samplers.entropy(SCORED, mask(T, T, T), 1)) == {2}
+    assert chosen(samplers.entropy(SCORED, mask(T, T, T), 2)) == {1, 2}
+
+
+def test_random_is_seeded_and_only_masked():
+    picks = [chosen(samplers.random(mask(T, F, T, T, T, F), 2, torch.Generator().manual_seed(s))) for s in range(20)]
+    assert all(len(p) == 2 and p <= {0, 2, 3, 4} for p in picks)
+    assert picks[0] == chosen(samplers.random(mask(T, F, T, T, T, F), 2, torch.Generator().manual_seed(0)))
+    assert len({frozenset(p) for p in picks}) > 1
+
+
+def test_threshold_commits_confident_ones_plus_the_argmax():
+    conf = torch.tensor([0.95, 0.5, 0.99, 0.91, 0.3])
+    assert chosen(samplers.threshold(conf, mask(T, T, F, T, T), 0.9)) == {0, 3}     # 2 is already decided
+    assert chosen(samplers.threshold(conf, mask(F, T, F, F, T), 0.9)) == {1}        # none >= tau: argmax only
+    assert chosen(samplers.threshold(conf, mask(F, F, F, F, F), 0.9)) == set()
+
+
+@pytest.mark.parametrize(
+    "f, expected",
+    # sorted c = .99, .9, .8, .5 at positions 1, 3, 2, 0; (n+1)(1-c_(n)) = .02, .3, .8, 2.5
+    [(1.0, {1, 3, 2}), (0.5, {1, 3}), (0.3, {1}), (0.01, {1}), (3.0, {0, 1, 2, 3})],
+    ids=["f1-three", "f0.5-two", "f0.3-strict", "f0.01-always-rank1", "f3-all"],
+)
+def test_factor_rule_by_hand(f, expected):
+    conf = torch.tensor([0.5, 0.99, 0.8, 0.9])
+    assert chosen(samplers.factor(conf, mask(T, T, T, T), f)) == expected
+
+
+# Rows with entropies 0, ln 2, ln 4, ln 3 (one-hot, uniform over 2, 4, 3 of 4 tokens).
+EB_PROBS = torch.tensor([[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.25] * 4, [1 / 3, 1 / 3, 1 / 3, 0]])
+
+
+@pytest.mark.parametrize(
+    "gamma, expected",
+    # ascending H = 0, ln2, ln3, ln4 at rows 0, 1, 3, 2; sum H - max H = 0, 0, ln2 = .693, ln2 + ln3 = 1.79
+    [(0.0, {0, 1}), (0.5, {0, 1}), (0.7, {0, 1, 3}), (1.8, {0, 1, 2, 3})],
+    ids=["gamma0", "gamma0.5", "gamma0.7", "gamma1.8"],
+)
+def test_entropy_bound_by_hand(gamma, expected):
+    assert chosen(samplers.eb(EB_PROBS, mask(T, T, T, T), gamma)) == expected
+
+
+def test_entropy_bound_always_commits_one():
+    assert chosen(samplers.eb(EB_PROBS, mask(F, F, T, T), 0.0)) == {3}
+
+
+def test_select_last_round_commits_the_rest_but_reference_commits_one():
+    probs = torch.softmax(torch.randn(6, 5, generator=torch.Generator().manual_seed(0)), -1)
+    tokens = probs.argmax(-1)
+    masked = mask(T, T, F, T, T, T)
+    for name in SAMPLERS:
+        config = GenerationConfig(sampler=name, block_size=6, gen_length=6, steps=3, threshold=1.0)
+        picked = samplers.select(config, probs, tokens, masked, 2, samplers.transfer_schedule(6, 3))
+        if name == "reference":
+            conf = samplers.confidence(probs, tokens).masked_fill(~masked, -1)
+            assert chosen(picked) == {int(conf.argmax())}
+        else:
+            assert torch.equal(picked, masked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), width=st.integers(1, 8), sampler=st.sampled_from(SAMPLERS),
+       round_index=st.integers(0, 3), tau=st.floats(0.01, 1.0))
+def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, round_index, tau):
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.softmax(3 * torch.randn(width, 6, generator=g), -1)
+    tokens = probs.argmax(-1)
+    masked = torch.rand(width, generator=g) < 0.6
+    config = GenerationConfig(sampler=sampler, block_size=width, gen_length=width, steps=min(4, width), threshold=tau)
+    picked = samplers.select(config, probs, tokens, masked, round_index, samplers.transfer_schedule(width, 4), g)
+    assert not (picked & ~masked).any()
+    assert int(picked.sum()) >= min(1, int(masked.sum()))
+
+
+# --------------------------------------------------------------------------- through generate()
+
+@st.composite
+def configs(draw):
+    sampler = draw(st.sampled_from(SAMPLERS))
+    block_size = draw(st.integers(1, 8))
+    gen_length = block_size * draw(st.integers(1, 4))
+    top_steps = block_size if sampler in SCHEDULED_SAMPLERS else 12
+    return GenerationConfig(
+        gen_length=gen_length, block_size=block_size, steps=draw(st.integers(1, top_steps)), sampler=sampler,
+        threshold=draw(st.floats(0.05, 1.0)), factor=draw(st.floats(0.1, 3.0)),
+        entropy_bound=draw(st.floats(0.0, 2.0)), temperature=draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])),
+        seed=draw(st.integers(0, 1000)), stop_on_eos=draw(st.booleans()),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(config=configs(), target=st.text(alphabet="abc xyz", max_size=40), seed=st.integers(0, 50))
+def test_generation_invariants(config, target, seed):
+    backend = FakeDiffusionBackend(target, seed=seed)
+    result = run(backend, [5, 6, 7], config)
+    frames, size, length = result.frames, config.block_size, config.gen_length
+
+    canvas = [MASK] * length
+    decided_at: dict[int, int] = {}
+    for k, frame in enumerate(frames, start=1):
+        assert frame.nfe == k
+        for pos, token, _ in frame.committed:
+            assert pos not in decided_at, "a position was committed twice"
+            assert token != MASK
+            decided_at[pos] = k
+            canvas[pos] = token
+        assert frame.canvas == canvas, "canvas differs from the previous one plus this frame's commits"
+
+    assert set(decided_at) == set(range(length)), "every position is committed exactly once"
+    assert MASK not in frames[-1].canvas
+    blocks = sorted({f.block for f in frames})
+    assert blocks == list(range(len(blocks)))
+    for b in blocks:
+        rounds = [f.round for f in frames if f.block == b]
+        assert rounds == list(range(len(rounds)))
+        if config.sampler == "reference":
+            assert len(rounds) == size, "reference takes one forward per masked position"
+        else:
+            assert len(rounds) <= config.steps, "a block took more rounds than steps allows"
+    assert backend.denoise_calls == len(frames) and backend.commit_calls == len(blocks)
+    if result.stats.stop_reason == "eos":
+        assert config.stop_on_eos and len(blocks) * size <= length
+    else:
+        assert len(blocks) == config.num_blocks
+
+
+def test_generator_yields_a_copy_of_the_canvas():
+    backend = FakeDiffusionBackend("abcdefgh")
+    config = GenerationConfig(gen_length=8, block_size=4, steps=4, sampler="low_confidence")
+    frames = list(generate(backend, [5], config))
+    assert frames[0].canvas.count(MASK) == 7 and frames[-1].canvas.count(MASK) == 0

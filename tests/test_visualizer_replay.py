@@ -1,0 +1,125 @@
+"""The standalone HTML replay: offline, CSP-locked, embedded trace round-trips, no breakout."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import textwrap
+from html.parser import HTMLParser
+
+import pytest
+
+from engine.trace import Frame
+from tests.test_visualizer_traces import CONFIG, PIECES, make_result
+from visualizer.grid import visible_piece
+from visualizer.replay import json_for_script, standalone_replay_html
+
+TRACE_RE = re.compile(r'<script type="application/json" id="trace">(.*?)</script>', re.DOTALL)
+PLAYER_RE = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return standalone_replay_html(make_result(), "Replay <b>test</b>", "Say <img src=x onerror=alert(1)>",
+                                  "sprout-bd", CONFIG)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_no_external_resources(page):
+    parser = _Tags()
+    parser.feed(page)
+    for tag, attrs in parser.tags:
+        assert not {"src", "href", "action", "srcset", "poster"} & set(attrs), (tag, attrs)
+        assert tag not in ("link", "img", "iframe", "object", "embed")
+    assert not re.search(r"(?i)https?:|//cdn|@import|url\(", page)
+
+
+def test_csp_meta_allows_only_the_player(page):
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page).group(1)
+    assert "default-src 'none'" in csp and "style-src 'unsafe-inline'" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    scripts = PLAYER_RE.findall(page)
+    assert len(scripts) == 1  # the data block has a type, the player does not
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+
+
+def test_embedded_json_round_trips(page):
+    blocks = TRACE_RE.findall(page)
+    assert len(blocks) == 1
+    raw = blocks[0]
+    assert "<" not in raw and ">" not in raw and "&" not in raw
+    payload = json.loads(raw)
+    result = make_result()
+    assert [Frame.from_dict(f) for f in payload["frames"]] == result.frames
+    assert {int(k): v for k, v in payload["pieces"].items()} == PIECES
+    assert payload["gen_length"] == 8 and payload["block_size"] == 4 and payload["mask_id"] == 99
+
+
+def test_script_token_cannot_break_out(page):
+    # The token "</script><script>alert(2)</script>" and friends appear only escaped.
+    assert page.count("</script>") == 2  # the data block's and the player's own
+    assert "alert(2)" in page and "<script>alert(2)" not in page
+    assert "<img" not in page
+    assert "Replay &lt;b&gt;test&lt;/b&gt;" in page  # title autoescaped
+    breakout = json_for_script({"t": "</script><!-- <script>"})
+    assert str(breakout) == '{"t":"\\u003c/script\\u003e\\u003c!-- \\u003cscript\\u003e"}'
+
+
+def test_non_finite_numbers_stay_valid_json():
+    result = make_result()
+    result.frames[0].committed[0] = (1, 11, float("nan"))
+    result.stats.tokens_per_s = float("inf")
+    raw = TRACE_RE.findall(standalone_replay_html(result, "t", "p", "m", None))[0]
+    payload = json.loads(raw)  # strict JSON: no NaN / Infinity tokens
+    assert payload["frames"][0]["committed"][0][2] is None
+    assert payload["block_size"] == payload["gen_length"] == 8  # no config: one block over the canvas
+
+
+# A DOM stand-in just large enough for the player; innerHTML throws so any use of it fails.
+_FAKE_DOM = textwrap.dedent("""
+    function Node(tag) { this.tag = tag; this.children = []; this.style = {}; this.className = "";
+      this.textContent = ""; this.title = ""; this.hidden = false; this.listeners = {}; }
+    Node.prototype.appendChild = function (c) { this.children.push(c); return c; };
+    Node.prototype.addEventListener = function (name, fn) { this.listeners[name] = fn; };
+    Object.defineProperty(Node.prototype, "innerHTML", { set: function () { throw new Error("innerHTML used"); } });
+    var nodes = { trace: new Node("script"), grid: new Node("div"), scrubber: new Node("input"),
+                  play: new Node("button"), speed: new Node("select"), readout: new Node("div") };
+    nodes.trace.textContent = TRACE_TEXT; nodes.speed.value = "1";
+    var document = { getElementById: function (id) { return nodes[id]; },
+                     createElement: function (tag) { return new Node(tag); } };
+    function cells() { var out = []; nodes.grid.children.forEach(function (b) {
+      b.children.forEach(function (c) {
+        if (c.className.indexOf("dp-cell") >= 0) out.push([c.className, c.textContent]); });
+    }); return out; }
+    PLAYER
+    var last = cells();
+    nodes.scrubber.value = "0"; nodes.scrubber.listeners.input();
+    console.log(JSON.stringify({ last: last, first: cells(), readout: nodes.readout.textContent }));
+""")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed; the JS player is not executed")
+def test_player_builds_cells_with_text(page):
+    trace_text = TRACE_RE.findall(page)[0]
+    player = PLAYER_RE.findall(page)[0]
+    program = _FAKE_DOM.replace("TRACE_TEXT", json.dumps(trace_text)).replace("PLAYER", player)
+    out = subprocess.run(["node", "-e", program], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    state = json.loads(out.stdout)
+    result = make_result()
+    assert [text for _, text in state["last"]] == [visible_piece(PIECES[t]) for t in result.token_ids]
+    assert sum("dp-mask" in cls for cls, _ in state["first"]) == 6
+    assert state["readout"].startswith("Frame 1/5")

@@ -1,0 +1,136 @@
+"""Scripted stand-in models for the world's tests: each fails in one known way, plus
+oracle-backed fake backends (tests/fakes.py) that speak the oracle's calls through the real
+generation loop. The `oracle_*` factories are what `python -m engine.bench agent --model
+py:tests.world.scripted:oracle_diffusion` loads."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from engine.world import entities as E
+from engine.world.format import render_call
+from engine.world.oracle import policy_for
+from engine.world.tasks import load_heldout_tasks
+from engine.world.tools import TOOLS_BY_NAME
+from tests.fakes import FakeARBackend, FakeDiffusionBackend
+
+Model = Callable[[list[dict[str, str]]], str]
+
+
+def _assistant_turns(messages: list[dict[str, str]]) -> int:
+    return sum(m["role"] == "assistant" for m in messages)
+
+
+def malformed_json(task: dict[str, Any]) -> Model:
+    return lambda messages: '<tool_call>{"name": "finish", "arguments": {"answer": </tool_call>'
+
+
+def unknown_tool(task: dict[str, Any]) -> Model:
+    return lambda messages: render_call("delete_everything", {})
+
+
+def wrong_tool(task: dict[str, Any]) -> Model:
+    """A valid, read-only call the gold trajectory never makes, then a confident finish."""
+    gold = {a["name"] for a in task["gold_actions"]}
+    choices = [("view_cart", {}), ("get_activity_status", {"activity_id": "A100"}), ("sum_amounts", {"amounts": [1]})]
+    name, args = next((n, a) for n, a in choices if n not in gold)
+    return lambda messages: render_call(name, args) if _assistant_turns(messages) == 0 else render_call(
+        "finish", {"answer": "Done."})
+
+
+def missing_arg(task: dict[str, Any]) -> Model:
+    """The gold calls, each with its last required argument left out (forever stuck)."""
+    def model(messages: list[dict[str, str]]) -> str:
+        actions = [a for a in task["gold_actions"] if TOOLS_BY_NAME[a["name"]]["inputSchema"]["required"]]
+        action = actions[0]
+        required = TOOLS_BY_NAME[action["name"]]["inputSchema"]["required"]
+        return render_call(action["name"], {k: v for k, v in action["arguments"].items() if k != required[-1]})
+    return model
+
+
+def _corrupt(name: str, key: str, value: Any) -> Any:
+    schema = TOOLS_BY_NAME[name]["inputSchema"]["properties"][key]
+    if "enum" in schema:
+        return next(v for v in schema["enum"] if v != value)
+    if key == "answer":
+        return "I could not find it."
+    if isinstance(value, str):
+        return value + "9"
+    if isinstance(value, list):
+        return value + [1]
+    return value + 1 if key != "quantity" else value % 9 + 1
+
+
+def wrong_value(task: dict[str, Any]) -> Model:
+    """The gold tools in the gold order, every argument value wrong but well-typed."""
+    def model(messages: list[dict[str, str]]) -> str:
+        action = task["gold_actions"][min(_assistant_turns(messages), len(task["gold_actions"]) - 1)]
+        return render_call(action["name"], {k: _corrupt(action["name"], k, v) for k, v in action["arguments"].items()})
+    return model
+
+
+def repeated_call(task: dict[str, Any]) -> Model:
+    return lambda messages: render_call("get_activity_status", {"activity_id": "A100"})
+
+
+def endless_loop(task: dict[str, Any]) -> Model:
+    """Valid, never-repeated calls, never a finish."""
+    return lambda messages: render_call("search_products", {"query": f"hat {_assistant_turns(messages)}"})
+
+
+# stand-in -> the error_type it must get, every time
+FAILURES: dict[str, tuple[Callable[[dict[str, Any]], Model], str]] = {
+    "malformed_json": (malformed_json, "parse_error"),
+    "unknown_tool": (unknown_tool, "wrong_tool"),
+    "wrong_tool": (wrong_tool, "wrong_tool"),
+    "missing_arg": (missing_arg, "missing_arg"),
+    "wrong_value": (wrong_value, "wrong_value"),
+    "repeated_call": (repeated_call, "loop"),
+    "endless_loop": (endless_loop, "step_limit"),
+}
+
+
+# -- oracle-backed fake backends -------------------------------------------------------------
+_USER = re.compile(r"(?:^|\n)(?:user: |<\|user\|>)(.*)\n")
+_TOOL = re.compile(r"(?:^|\n)(?:tool: |<\|tool\|><tool_response>)(.*?)(?:</tool_response>)?(?=\n)")
+
+
+def oracle_target(tasks: list[dict[str, Any]]) -> Callable[[str], str]:
+    """prompt text -> the oracle's next reply, for FakeARBackend / FakeDiffusionBackend(target=...).
+    Works with the fakes' own chat encoding and with the world template."""
+    by_instruction = {t["instruction"]: t for t in tasks}
+
+    def target(prompt: str) -> str:
+        task = by_instruction[_USER.search(prompt).group(1)]
+        if task["domain"] == "document":
+            return task["gold_output"]
+        policy = policy_for(task)
+        call = next(policy)
+        for observation in _TOOL.findall(prompt):
+            call = policy.send(json.loads(observation))
+        return render_call(call.name, call.arguments)
+    return target
+
+
+ALPHABET = "".join(sorted(set(
+    "\n !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")))
+
+
+def oracle_diffusion(tasks: list[dict[str, Any]] | None = None) -> FakeDiffusionBackend:
+    return FakeDiffusionBackend(oracle_target(tasks or load_heldout_tasks()), name="oracle-diffusion")
+
+
+def oracle_ar(tasks: list[dict[str, Any]] | None = None) -> FakeARBackend:
+    return FakeARBackend(oracle_target(tasks or load_heldout_tasks()), name="oracle-ar")
+
+
+def world_format(backend: Any) -> Any:
+    """Mark a fake as trained on the world template (prompt = render_chat, like Sprout)."""
+    backend.chat_format = "world"
+    return backend
+
+
+_ = E  # entities are imported for callers that build their own stand-ins

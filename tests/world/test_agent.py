@@ -1,0 +1,68 @@
+"""engine/agent.py: the loop through engine.generate with fake backends speaking the oracle's
+calls; transcripts keep text, call, observation and the Result with its frames."""
+
+import json
+
+import pytest
+
+from engine.agent import prompt_ids_for, run_episode
+from engine.trace import GenerationConfig
+from engine.world.format import render_chat
+from engine.world.tasks import make_task
+from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from tests.world.scripted import oracle_target, world_format
+
+CONFIG = GenerationConfig(gen_length=320, block_size=32, steps=32, sampler="threshold", threshold=0.9)
+TASKS = [make_task("shop_out_of_stock", "heldout", 1), make_task("office_unpaid_total", "train", 2),
+         make_task("shop_missing_info", "train", 3), make_task("doc_html", "heldout", 4)]
+
+
+@pytest.mark.parametrize("family", ["diffusion", "autoregressive"])
+def test_oracle_backend_succeeds_through_generate(family):
+    make = FakeDiffusionBackend if family == "diffusion" else FakeARBackend
+    backend = make(oracle_target(TASKS))
+    for task in TASKS:
+        frames, steps = [], []
+        transcript = run_episode(backend, task, CONFIG, system=None, on_frame=frames.append, on_step=steps.append)
+        assert transcript.success, (task["id"], transcript.reason)
+        assert steps == transcript.steps and len(steps) == max(1, len(task["gold_actions"]))
+        assert frames == [f for s in transcript.steps for f in s.result.frames]
+        assert transcript.nfe == sum(s.result.stats.nfe for s in transcript.steps) > 0
+        assert transcript.seconds > 0 and transcript.error_type is None
+        if task["domain"] != "document":
+            assert [s.call for s in transcript.steps] == task["gold_actions"]
+            assert all(s.raw_text == s.result.text for s in transcript.steps)
+            assert transcript.steps[-1].observation is None and transcript.final_answer
+        json.dumps(transcript.to_dict())  # the session store can persist it as it is
+    if family == "diffusion":
+        assert transcript.new_tokens / transcript.nfe > 1  # several tokens per forward
+
+
+def test_world_format_backends_read_the_exact_template():
+    task = TASKS[1]
+    backend = world_format(FakeARBackend(oracle_target(TASKS)))
+    transcript = run_episode(backend, task, CONFIG)  # system "auto": none for the world format
+    assert transcript.success
+    prompts = [backend.tokenizer.decode(p) for p in backend.prompts]
+    assert prompts[0] == render_chat([{"role": "user", "content": task["instruction"]}], add_generation_prompt=True)
+    assert prompts[-1] == render_chat(transcript.messages[:-1], add_generation_prompt=True)
+    assert prompt_ids_for(backend, transcript.messages[:1]) == backend.prompts[0]
+
+
+def test_other_backends_get_their_chat_template_and_the_full_tool_list():
+    task = TASKS[2]
+    backend = FakeARBackend(oracle_target(TASKS), max_length=8192)
+    transcript = run_episode(backend, task, CONFIG)
+    assert transcript.success and transcript.messages[0]["role"] == "system"
+    assert "<tools>" in transcript.messages[0]["content"]
+    assert backend.tokenizer.decode(backend.prompts[0]).startswith("system: You are a shop and office agent.")
+
+
+def test_unparsable_replies_are_fed_back_as_typed_errors():
+    task = TASKS[1]
+    backend = FakeARBackend("I think the answer is 42.")
+    transcript = run_episode(backend, task, CONFIG, system="compact", max_steps=3)
+    assert not transcript.success and transcript.error_type == "parse_error" and len(transcript.steps) == 3
+    assert transcript.steps[0].error["kind"] == "no_call" and transcript.steps[0].observation == {"error": "no_call"}
+    assert transcript.messages[2] == {"role": "assistant", "content": "I think the answer is 42."}
+    assert transcript.messages[3] == {"role": "tool", "content": '{"error":"no_call"}'}

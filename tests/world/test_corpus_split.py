@@ -1,0 +1,126 @@
+"""engine/world/corpus.py and the split: held-out values never reach a training corpus;
+the committed held-out benchmark set is balanced, held-out only, and solvable."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from engine.agent import run_episode
+from engine.trace import GenerationConfig
+from engine.world import entities as E
+from engine.world.corpus import corpus_lines, main
+from engine.world.format import assistant_spans, parse_call, render_chat
+from engine.world.oracle import OracleModel, solve
+from engine.world.state import world_for
+from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks
+
+TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
+
+
+def _ngrams(texts, longest=3):
+    grams = set()
+    for text in texts:
+        tokens = TOKEN.findall(text)
+        for n in range(1, longest + 1):
+            grams.update(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return grams
+
+
+def _combos(record):
+    """(colour, size) pairs in every call and every tool response of a transcript."""
+    found = []
+    for m in record["messages"]:
+        if m["role"] == "assistant" and m["content"].startswith("<tool_call>"):
+            args = parse_call(m["content"]).arguments
+            items = [args]
+        elif m["role"] == "tool":
+            body = json.loads(m["content"])
+            items = body if isinstance(body, list) else body.get("items", [body])
+        else:
+            continue
+        found += [(i["color"], i["size"]) for i in items if isinstance(i, dict) and "color" in i and "size" in i]
+    return found
+
+
+@pytest.mark.slow
+def test_heldout_values_never_occur_in_20000_training_transcripts():
+    records = list(corpus_lines("train", 20000, seed=0))
+    assert Counter(r["intent"] for r in records).keys() == set(ALL_INTENTS)
+    grams = _ngrams(r["text"] for r in records)
+    leaks = [(kind, v) for kind, values in E.heldout_values().items() if kind != "combo"
+             for v in values if " ".join(TOKEN.findall(v)) in grams]
+    assert leaks == []
+    heldout_combos = {tuple(c.split("|")) for c in E.pool("combo", "heldout")}
+    assert not {c for r in records for c in _combos(r)} & heldout_combos
+    # and the check itself can see a leak: a held-out corpus is full of held-out values
+    held = list(corpus_lines("heldout", 200, seed=0))
+    held_grams = _ngrams(r["text"] for r in held)
+    assert any(" ".join(TOKEN.findall(v)) in held_grams for v in E.heldout_values()["name"])
+    assert {c for r in held for c in _combos(r)} & heldout_combos
+
+
+def test_corpus_records_are_complete_compact_transcripts():
+    records = list(corpus_lines("train", 2 * len(ALL_INTENTS), seed=3))
+    for r in records:
+        assert set(r) == {"id", "intent", "split", "messages", "text"}
+        assert r["text"] == render_chat(r["messages"], add_generation_prompt=False)
+        assert "<|system|>" not in r["text"] and "<tools>" not in r["text"]
+        spans = assistant_spans(r["text"])
+        assert len(spans) == sum(m["role"] == "assistant" for m in r["messages"])
+        if r["intent"] in AGENT_INTENTS:
+            calls = [parse_call(r["text"][a:b]) for a, b in spans]
+            assert all(c.render() + "<|eos|>" == r["text"][a:b] for c, (a, b) in zip(calls, spans))
+            assert calls[-1].name == "finish"
+        assert len(r["text"]) < 1200, "a transcript stays compact"
+
+
+def test_corpus_cli_writes_jsonl(tmp_path, capsys):
+    out = tmp_path / "train.jsonl"
+    assert main(["--split", "train", "--n", "25", "--seed", "1", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 25 and all(r["split"] == "train" for r in lines)
+    assert "chars mean" in capsys.readouterr().err
+    assert main(["--split", "heldout", "--n", "3", "--seed", "1", "--out", str(out),
+                 "--intents", "office_sum", "--system", "compact"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["intent"] for r in lines} == {"office_sum"} and lines[0]["text"].startswith("<|system|>")
+    with pytest.raises(SystemExit):
+        main(["--n", "3", "--out", str(out), "--intents", "nope"])
+
+
+# -- the committed held-out benchmark set ----------------------------------------------------
+HELDOUT = load_heldout_tasks()
+
+
+def test_heldout_set_is_49_balanced_tasks():
+    assert len(HELDOUT) == HELDOUT_SIZE == 49 and len({t["id"] for t in HELDOUT}) == 49
+    counts = Counter(t["intent"] for t in HELDOUT)
+    assert counts.keys() == set(AGENT_INTENTS) and max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_heldout_set_uses_heldout_values_only():
+    for task in HELDOUT:
+        assert task["split"] == "heldout"
+        world = world_for(task)
+        ids = [("product", world.products), ("customer", world.customers), ("invoice", world.invoices),
+               ("course", world.courses), ("activity", world.activities)]
+        assert all(E.split_of(kind, i) == "heldout" for kind, table in ids for i in table), task["id"]
+        assert all(E.split_of("name", c["name"]) == "heldout" for c in world.customers.values())
+        s = task["slots"]
+        for key, kind in (("name", "name"), ("address", "address")):
+            if key in s:
+                assert E.split_of(kind, s[key]) == "heldout"
+        if "size" in s:
+            assert E.split_of("combo", f"{s['color']}|{s['size']}") == "heldout"
+        for order in re.findall(r"\bO\d{3}\b", json.dumps(task)):
+            assert E.split_of("order", order) == "heldout"
+
+
+def test_heldout_set_is_solved_by_its_gold_and_the_oracle():
+    for task in HELDOUT:
+        steps, final = solve(task)
+        assert [c.to_dict() for c, _ in steps] + [final.to_dict()] == task["gold_actions"], task["id"]
+        assert final.outputs == task["outputs"]
+        assert run_episode(None, task, GenerationConfig(), generate_fn=OracleModel(task)).success

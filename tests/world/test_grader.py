@@ -1,0 +1,57 @@
+"""engine/world/grader.py: success means end state + outputs; each scripted failure gets
+exactly its error_type, on every intent."""
+
+import pytest
+
+from engine.agent import run_episode
+from engine.trace import GenerationConfig
+from engine.world.grader import answer_contains, grade, gold_end_state, replay
+from engine.world.state import world_for
+from engine.world.tasks import AGENT_INTENTS, make_task
+from tests.world.scripted import FAILURES
+
+TASKS = [make_task(intent, split, seed) for intent in AGENT_INTENTS for split, seed in (("train", 1), ("heldout", 2))]
+
+
+@pytest.mark.parametrize("stand_in", list(FAILURES))
+def test_each_scripted_failure_gets_its_error_type_every_time(stand_in):
+    make_model, expected = FAILURES[stand_in]
+    got = {}
+    for task in TASKS:
+        transcript = run_episode(None, task, GenerationConfig(), generate_fn=make_model(task))
+        assert not transcript.success, task["id"]
+        got[task["id"]] = transcript.error_type
+    assert set(got.values()) == {expected}, {k: v for k, v in got.items() if v != expected}
+
+
+def test_step_limit_and_veto_are_enforced():
+    task = TASKS[0]
+    _, loop_type = FAILURES["repeated_call"]
+    transcript = run_episode(None, task, GenerationConfig(), max_steps=5, generate_fn=FAILURES["repeated_call"][0](task))
+    assert len(transcript.steps) == 5 and loop_type == transcript.error_type == "loop"
+    assert [s.observation for s in transcript.steps[1:]] == [{"error": "repeated_call"}] * 4
+    assert transcript.steps[0].observation != {"error": "repeated_call"}
+
+
+def test_gold_replay_changes_state_only_for_writing_tasks():
+    for task in TASKS:
+        start = world_for(task).end_state()
+        writes = any(a["name"] in ("add_to_cart", "checkout_guest", "create_invoice", "register_course")
+                     for a in task["gold_actions"])
+        assert (gold_end_state(task) != start) == writes, task["id"]
+
+
+def test_success_needs_finish_state_and_outputs():
+    task = make_task("office_invoice", "train", 4)
+    world = replay(task, task["gold_actions"])
+    steps = [type("S", (), {"call": a, "error": None})() for a in task["gold_actions"]]
+    answer = task["gold_actions"][-1]["arguments"]["answer"]
+    assert grade(task, world, answer, steps).success
+    assert grade(task, world, "Done.", steps).error_type == "wrong_value"
+    assert grade(task, world, None, steps[:-1]).error_type == "step_limit"
+    assert grade(task, world_for(task), answer, steps).error_type == "wrong_value"
+
+
+def test_answer_contains_whole_tokens_only():
+    assert answer_contains("Total $50.", "$50") and answer_contains("order o512 placed", "O512")
+    assert not answer_contains("Total $500.", "$50") and not answer_contains("V1234", "V123")

@@ -1,0 +1,118 @@
+"""Plotly figures of a trace: when each token was decided, commits per forward, and a race.
+
+Hover text carries model text, and plotly renders a subset of HTML in hover labels, so every
+piece is escaped before it goes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from markupsafe import escape
+
+from engine.trace import Frame
+
+from .grid import decision_matrix, visible_piece
+
+
+def _piece_label(pieces: dict[int, str], token: int) -> str:
+    return str(escape(visible_piece(pieces.get(token, f"\u27e8{token}\u27e9"))))
+
+
+def decision_heatmap(
+    frames: Sequence[Frame],
+    pieces: dict[int, str],
+    gen_length: int,
+    block_size: int,
+    axis: str = "nfe",
+) -> go.Figure:
+    """Position (x) against the forward (axis="nfe") or the round inside the block (axis="round")
+    that decided it; colour is the confidence at commit time, blank where still undecided.
+
+    With axis="nfe" each block shows as a staircase: a block that resolves in few forwards is a
+    short, wide step. With axis="round" blocks fold onto each other, so the rows show how many
+    rounds blocks needed.
+    """
+    if axis not in ("nfe", "round"):
+        raise ValueError(f"axis must be 'nfe' or 'round', got {axis!r}.")
+    rounds, nfes, confidences = decision_matrix(frames, gen_length)
+    when = nfes if axis == "nfe" else [None if r is None else r + 1 for r in rounds]
+    rows = max([w for w in when if w is not None], default=0)
+    z: list[list[float | None]] = [[None] * gen_length for _ in range(rows)]
+    text: list[list[str]] = [[""] * gen_length for _ in range(rows)]
+    last_token: dict[int, int] = {}
+    for frame in frames:
+        for position, token, _conf in frame.committed:
+            last_token[position] = token
+    for position, row in enumerate(when):
+        if row is None:
+            continue
+        z[row - 1][position] = confidences[position]
+        text[row - 1][position] = _piece_label(pieces, last_token.get(position, -1))
+    y_title = "forward (NFE)" if axis == "nfe" else "round inside the block"
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(gen_length)), y=list(range(1, rows + 1)), text=text,
+        colorscale="Viridis", zmin=0.0, zmax=1.0, colorbar={"title": {"text": "confidence"}},
+        hovertemplate="position %{x}<br>" + y_title + " %{y}<br>token %{text}<br>confidence %{z:.2f}"
+                      "<extra></extra>",
+        xgap=1, ygap=1,
+    ))
+    # Block boundaries as faint vertical lines, so a block's staircase is easy to pick out.
+    for b in range(1, -(-gen_length // max(1, block_size))):
+        fig.add_vline(x=b * block_size - 0.5, line_width=1, line_dash="dot", opacity=0.4)
+    fig.update_layout(
+        title={"text": "When each token was decided"}, xaxis_title="position", yaxis_title=y_title,
+        yaxis={"autorange": "reversed"}, margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
+    )
+    return fig
+
+
+def commits_per_forward(frames: Sequence[Frame]) -> go.Figure:
+    """Bars: tokens committed by each forward. Line: running tokens per forward (decided / NFE)."""
+    nfe = [f.nfe for f in frames]
+    per_forward = [len(f.committed) for f in frames]
+    running: list[float] = []
+    total = 0
+    for f, n in zip(frames, per_forward):
+        total += n
+        running.append(total / f.nfe if f.nfe else 0.0)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=nfe, y=per_forward, name="committed this forward",
+                         hovertemplate="NFE %{x}: %{y} tokens<extra></extra>"))
+    fig.add_trace(go.Scatter(x=nfe, y=running, name="tokens per forward so far", mode="lines",
+                             hovertemplate="NFE %{x}: %{y:.2f} tokens/forward<extra></extra>"))
+    fig.update_layout(
+        title={"text": "Tokens committed per forward"}, xaxis_title="forward (NFE)", yaxis_title="tokens",
+        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def _cumulative(frames: Sequence[Frame]) -> tuple[list[float], list[int]]:
+    # Start at (0 s, 0 tokens) so both runs leave from the same point.
+    times, decided = [0.0], [0]
+    for f in frames:
+        times.append(f.elapsed_s)
+        decided.append(decided[-1] + len(f.committed))
+    return times, decided
+
+
+def race_plot(
+    diff_frames: Sequence[Frame],
+    ar_frames: Sequence[Frame],
+    labels: tuple[str, str] = ("diffusion", "autoregressive"),
+) -> go.Figure:
+    """Tokens decided against wall time for a diffusion run and an AR run of the same prompt."""
+    fig = go.Figure()
+    for frames, label in ((diff_frames, labels[0]), (ar_frames, labels[1])):
+        times, decided = _cumulative(frames)
+        fig.add_trace(go.Scatter(
+            x=times, y=decided, name=str(escape(label)), mode="lines", line={"shape": "hv"},
+            hovertemplate="%{x:.3f} s: %{y} tokens<extra>" + str(escape(label)) + "</extra>",
+        ))
+    fig.update_layout(
+        title={"text": "Tokens decided over time"}, xaxis_title="seconds", yaxis_title="tokens decided",
+        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
+    )
+    return fig

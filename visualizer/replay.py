@@ -1,0 +1,115 @@
+"""A standalone HTML replay of one generation: one file, works offline, nothing but itself runs.
+
+The page is rendered by Jinja2 with autoescape; the trace travels as JSON in a non-executed
+`<script type="application/json">` block; a small vanilla-JS player (templates/replay.js) draws
+the grid with `textContent`. A Content-Security-Policy meta tag allows no network at all and
+only the player script, identified by its sha256 hash, so even a token that escaped its cell
+could not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
+
+from engine.trace import GenerationConfig, Result
+
+from .grid import GRID_CSS
+
+_TEMPLATES = Path(__file__).parent / "templates"
+_ENV = Environment(loader=FileSystemLoader(str(_TEMPLATES)), autoescape=True, keep_trailing_newline=True)
+
+PAGE_CSS = """
+:root { color-scheme: light dark; }
+body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
+  padding: 0 1rem; line-height: 1.45; }
+h1 { font-size: 1.4rem; margin-bottom: .2rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .5rem; }
+.meta { opacity: .8; margin-top: 0; }
+pre.text { white-space: pre-wrap; word-break: break-word; padding: .6rem .8rem; border-radius: 6px;
+  background: rgba(127,127,127,.1); font-size: 13px; }
+.controls { display: flex; gap: .8rem; align-items: center; margin-bottom: .6rem; }
+.controls input[type=range] { flex: 1; }
+.legend { font-size: 12px; opacity: .85; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { text-align: left; padding: 2px 10px 2px 0; }
+th { font-weight: 600; }
+"""
+
+
+def _player_script() -> str:
+    # Read on each render (cheap) so an edited player never ships with a stale hash.
+    return (_TEMPLATES / "replay.js").read_text(encoding="utf-8")
+
+
+def script_hash(script: str) -> str:
+    """CSP source for an inline script: 'sha256-<base64 digest of its UTF-8 text>'."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def _finite(value: Any) -> Any:
+    # JSON.parse rejects NaN and Infinity, which json.dumps would happily write.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_for_script(value: Any) -> Markup:
+    """Compact JSON that is safe inside a <script> element.
+
+    `<`, `>` and `&` become \\u003c, \\u003e, \\u0026: JSON reads them back as the same
+    characters, and the HTML parser never sees `</script>` or `<!--` inside the data.
+    """
+    text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def _config_dict(config: GenerationConfig | dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    return config.to_dict() if isinstance(config, GenerationConfig) else dict(config)
+
+
+def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | None) -> dict[str, Any]:
+    """What the player needs: the frames plus the canvas geometry and the token pieces."""
+    cfg = _config_dict(config) or {}
+    canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
+    gen_length = int(cfg.get("gen_length") or canvas_length or 1)
+    block_size = int(cfg.get("block_size") or gen_length)
+    payload = result.to_dict()
+    payload.update(gen_length=gen_length, block_size=block_size)
+    return payload
+
+
+def standalone_replay_html(
+    result: Result,
+    title: str,
+    prompt: str,
+    model_name: str,
+    config: GenerationConfig | dict[str, Any] | None = None,
+) -> str:
+    """One self-contained HTML file replaying `result` frame by frame (no network, no external files)."""
+    script = _player_script()
+    # Markup: built from constants and a base64 digest only, and its quotes must stay literal.
+    csp = Markup(f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash(script)}; "
+           "base-uri 'none'; form-action 'none'")
+    template = _ENV.get_template("replay.html.j2")
+    return template.render(
+        csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
+        stats=result.stats, config=_config_dict(config),
+        css=Markup(GRID_CSS + PAGE_CSS),
+        trace_json=json_for_script(trace_payload(result, config)),
+        script=Markup(script),
+    )
