@@ -104,8 +104,9 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
 
 
 # -- CLI -------------------------------------------------------------------------------------
-def progress_bar(stream=sys.stderr, width: int = 30) -> Callable[[int, int], None]:
+def progress_bar(width: int = 30) -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
+        stream = sys.stderr
         filled = width * done // total
         stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} episodes")
         if done == total:

@@ -147,10 +147,12 @@ def chunk_gated_delta_rule(
     # the only sequential part: the state before each chunk, and V' = U - W S for each chunk
     S = _initial_state(initial_state, B, H, K, V, q.device)
     states, v_news = [], []
-    for n in range(N):
+    # unbind once: indexing U[n] per chunk would make autograd build a full-size zero
+    # gradient for every chunk (quadratic in the number of chunks)
+    for U_n, W_n, decay_n, k_end_n in zip(U.unbind(0), W.unbind(0), end_decay.unbind(0), k_to_end.unbind(0)):
         states.append(S)
-        v_news.append(U[n] - W[n] @ S)  # (B, H, C, V)
-        S = end_decay[n] * S + k_to_end[n] @ v_news[-1]
+        v_news.append(U_n - W_n @ S)  # (B, H, C, V)
+        S = decay_n * S + k_end_n @ v_news[-1]
     if N == 0:
         o = torch.zeros(B, 0, H, V, dtype=out_dtype, device=q.device)
         return (o, S, S.new_zeros(B, 0, H, K, V)) if output_chunk_states else (o, S)

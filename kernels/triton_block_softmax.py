@@ -16,8 +16,9 @@ import triton.language as tl
 
 __all__ = ["block_softmax_with_history_triton", "triton_supports"]
 
-MAX_BLOCK = 128
-MAX_HEAD_DIM = 256
+# beyond these, k and v tiles outgrow the shared memory of common GPUs (~100 KB); torch takes over
+MAX_BLOCK = 64
+MAX_HEAD_DIM = 128
 
 
 def _pow2_at_least_16(n: int) -> int:
@@ -26,7 +27,8 @@ def _pow2_at_least_16(n: int) -> int:
 
 def triton_supports(q: torch.Tensor, v: torch.Tensor) -> bool:
     """Shapes the kernel handles; the dispatcher falls back to torch otherwise."""
-    return q.shape[2] <= MAX_BLOCK and q.shape[-1] <= MAX_HEAD_DIM and v.shape[-1] <= MAX_HEAD_DIM
+    fits_int32 = max(q.numel(), v.numel()) < 2**31
+    return q.shape[2] <= MAX_BLOCK and q.shape[-1] <= MAX_HEAD_DIM and v.shape[-1] <= MAX_HEAD_DIM and fits_int32
 
 
 @triton.jit
@@ -86,7 +88,7 @@ def block_softmax_with_history_triton(q, k, v, history, history_logit, scale=Non
     o = torch.empty(B, H, L, DV, dtype=torch.float32, device=q.device)
 
     BL = _pow2_at_least_16(L)
-    BM = min(BL, 64)
+    BM = min(BL, 32)
     grid = (triton.cdiv(L, BM), B * H)
     _block_softmax_history_fwd_kernel[grid](
         q, k, v, history, logit, mask, o,

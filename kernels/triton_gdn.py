@@ -21,7 +21,8 @@ import triton.language as tl
 
 __all__ = ["chunk_gated_delta_rule_triton", "triton_supports"]
 
-MAX_HEAD_DIM = 256
+# with these bounds a program needs <= ~74 KB of shared memory (checked by compiling for sm_90)
+MAX_HEAD_DIM = 128
 MAX_CHUNK = 64
 
 
@@ -31,7 +32,11 @@ def _pow2_at_least_16(n: int) -> int:
 
 def triton_supports(q: torch.Tensor, v: torch.Tensor, chunk_size: int) -> bool:
     """Shapes the kernel handles; the dispatcher falls back to torch otherwise."""
-    return q.shape[-1] <= MAX_HEAD_DIM and v.shape[-1] <= MAX_HEAD_DIM and 1 <= chunk_size <= MAX_CHUNK
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    chunks = -(-T // max(1, chunk_size))
+    fits_int32 = max(B * T * H * max(K, V), B * (chunks + 1) * H * K * V) < 2**31  # kernel offsets are int32
+    return K <= MAX_HEAD_DIM and V <= MAX_HEAD_DIM and 1 <= chunk_size <= MAX_CHUNK and fits_int32
 
 
 @triton.jit
@@ -117,7 +122,8 @@ def chunk_gated_delta_rule_triton(
     V = v.shape[-1]
     if not triton_supports(q, v, chunk_size):
         raise ValueError(
-            f"the Triton gated delta kernel handles head dims <= {MAX_HEAD_DIM} and chunk sizes 1..{MAX_CHUNK}; "
+            f"the Triton gated delta kernel handles head dims <= {MAX_HEAD_DIM}, chunk sizes 1..{MAX_CHUNK} "
+            "and tensors with int32 offsets; "
             f"got K={K}, V={V}, chunk_size={chunk_size}. Use kernels.gated_delta.chunk_gated_delta_rule."
         )
     scale = K**-0.5 if scale is None else float(scale)

@@ -134,9 +134,10 @@ class GatedDeltaLayer(nn.Module):
 
     def _conv(self, mix: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
         """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU."""
-        full = torch.cat([tail, mix], dim=-2)
-        win = full.unfold(-2, self.conv.shape[1], 1)            # (..., n, ch, conv)
-        return F.silu((win * self.conv).sum(-1))
+        full = torch.cat([tail, mix], dim=-2)                     # (..., conv-1+n, ch)
+        lead, (length, ch) = full.shape[:-2], full.shape[-2:]
+        out = F.conv1d(full.reshape(-1, length, ch).transpose(1, 2), self.conv[:, None], groups=ch)  # (*, ch, n)
+        return F.silu(out.transpose(1, 2).reshape(*lead, -1, ch))
 
     def _features(self, x: torch.Tensor, tail: torch.Tensor):
         mix = self.qkv(x)                                          # (..., n, 3*H*K) pre-conv

@@ -32,8 +32,6 @@ from engine.sprout.data import Example, ar_batch, bd_batch, buckets, encode_text
 from engine.sprout.modeling import SproutModel
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 
-RUNS = Path("runs")
-
 TRAIN_PRESETS = {
     #            batch tokens, lr,   warmup, steps,  save every (min), eval every (steps)
     "cpu": dict(max_tokens=4096, lr=2e-3, warmup=200, max_steps=8000, save_min=5.0, eval_every=500,
@@ -114,14 +112,14 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
     try:
         from engine.agent import run_episode
         from engine.backends.sprout import SproutBackend
-        from engine.world.tasks import load_heldout
+        from engine.world.tasks import load_heldout_tasks
     except ImportError:
         return {}
     from engine.trace import GenerationConfig
     model.eval()
     backend = SproutBackend(model, tokenizer, name=f"sprout-{twin}")
     cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.9)
-    tasks = load_heldout()[:n_tasks]
+    tasks = load_heldout_tasks()[:n_tasks]
     wins, nfe = 0, 0
     for task in tasks:
         tr = run_episode(backend, task, cfg)
@@ -145,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
+    p.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
+    p.add_argument("--data-dir", default="data", help="where generated corpora are kept")
     args = p.parse_args(argv)
     hp = dict(TRAIN_PRESETS[args.preset])
     if args.lr:
@@ -155,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     out = Path(args.out)
-    run_dir = RUNS / out.name
+    run_dir = Path(args.run_dir) / out.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    data_dir = Path("data")
+    data_dir = Path(args.data_dir)
     corpus = Path(args.corpus) if args.corpus else data_dir / f"corpus-train-{args.preset}.jsonl"
     val_corpus = Path(args.val_corpus) if args.val_corpus else data_dir / f"corpus-heldout-{args.preset}.jsonl"
     if not corpus.exists():

@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     lengths = []
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as f:
-        for record in corpus_lines(args.split, args.n, args.seed, intents, None if args.system == "none" else args.system):
+        system = None if args.system == "none" else args.system
+        for record in corpus_lines(args.split, args.n, args.seed, intents, system):
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             lengths.append(len(record["text"]))
     tmp.replace(out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import random
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from engine.world import entities as E
@@ -87,6 +88,21 @@ class World:
             "registrations": sorted(tuple(r) for r in self.registrations),
         }
 
+    def clone(self) -> World:
+        """An independent copy, id streams included (so it allocates the same next ids)."""
+        world = World(
+            seed=self.seed, split=self.split,
+            products={k: {**v, "stock": dict(v["stock"])} for k, v in self.products.items()},
+            customers={k: dict(v) for k, v in self.customers.items()},
+            invoices={k: dict(v) for k, v in self.invoices.items()},
+            courses=dict(self.courses), activities=dict(self.activities),
+            cart=[list(line) for line in self.cart], orders=copy.deepcopy(self.orders),
+            registrations=[list(r) for r in self.registrations])
+        for kind, rng in self._id_rngs.items():
+            twin = world._id_rngs[kind] = random.Random.__new__(random.Random)  # unseeded: setstate follows
+            twin.setstate(rng.getstate())
+        return world
+
     def cart_total(self) -> int:
         return sum(self.products[pid]["price"] * qty for pid, _, qty in self.cart)
 
@@ -98,7 +114,12 @@ def random_product(rng: random.Random, split: str, style: str, color: str, sizes
 
 def make_world(seed: int, split: str) -> World:
     """The background world of a seed: a few products, customers with invoices, courses and
-    activities, every value drawn from `split`."""
+    activities, every value drawn from `split`. A fresh copy each call."""
+    return _background(seed, split).clone()
+
+
+@lru_cache(maxsize=8)  # a task builds its world, then the oracle and the grader rebuild it
+def _background(seed: int, split: str) -> World:
     rng = random.Random(f"world:{seed}:{split}")
     world = World(seed=seed, split=split)
     for _ in range(BACKGROUND["products"]):

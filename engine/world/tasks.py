@@ -114,6 +114,11 @@ def shop_buy(world: World, rng: random.Random) -> Scenario:
     return {**slots, **_guest(world, rng)}, setup
 
 
+def office_customer(world: World, rng: random.Random) -> Scenario:
+    setup: dict[str, Any] = {}
+    return _customer(world, rng, setup), setup
+
+
 def office_invoice(world: World, rng: random.Random) -> Scenario:
     setup: dict[str, Any] = {}
     slots = _customer(world, rng, setup)
@@ -170,7 +175,7 @@ INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
     "shop_missing_info": ("shop", shop_missing_info),
     "shop_cart_total": ("shop", lambda w, r: ({}, _filled_cart(w, r))),
     "shop_buy": ("shop", shop_buy),
-    "office_customer": ("office", lambda w, r: _customer_only(w, r)),
+    "office_customer": ("office", office_customer),
     "office_invoice": ("office", office_invoice),
     "office_invoice_by_name": ("office", office_invoice),
     "office_find_invoices": ("office", office_find_invoices),
@@ -183,11 +188,6 @@ INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
 AGENT_INTENTS = tuple(INTENTS)
 DOC_INTENTS = documents.DOC_INTENTS
 ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
-
-
-def _customer_only(world: World, rng: random.Random) -> Scenario:
-    setup: dict[str, Any] = {}
-    return _customer(world, rng, setup), setup
 
 
 def _template_key(intent: str, slots: dict[str, Any]) -> str:

@@ -144,10 +144,12 @@ INSTRUCTIONS: dict[str, tuple[str, ...]] = {
         "Typeset a resume: {name}, email {email}, {role} at {company} {years}, skilled in {skills}.",
     ),
     "doc_html": (
-        "Make an HTML page titled {title} with heading {heading}, the text {text} a list of {items} and a link {label} to {href}.",
+        "Make an HTML page titled {title} with heading {heading}, the text {text} "
+        "a list of {items} and a link {label} to {href}.",
         "HTML page: title {title}; h1 {heading}; paragraph {text} list {items}; link {label} -> {href}.",
         "Write a web page called {title}. Heading: {heading}. Text: {text} Items: {items}. Link: {label} ({href}).",
-        "Build a small HTML page ({title}) with a {heading} heading, {text} a list {items} and a link to {href} named {label}.",
+        "Build a small HTML page ({title}) with a {heading} heading, {text} "
+        "a list {items} and a link to {href} named {label}.",
         "Page spec: title {title}, heading {heading}, text {text} list {items}, link {label} at {href}. Give the HTML.",
     ),
 }

@@ -10,7 +10,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.world import entities as E
 from engine.world.format import render_call
 from engine.world.oracle import policy_for
 from engine.world.tasks import load_heldout_tasks
@@ -115,10 +114,6 @@ def oracle_target(tasks: list[dict[str, Any]]) -> Callable[[str], str]:
     return target
 
 
-ALPHABET = "".join(sorted(set(
-    "\n !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")))
-
-
 def oracle_diffusion(tasks: list[dict[str, Any]] | None = None) -> FakeDiffusionBackend:
     return FakeDiffusionBackend(oracle_target(tasks or load_heldout_tasks()), name="oracle-diffusion")
 
@@ -127,10 +122,13 @@ def oracle_ar(tasks: list[dict[str, Any]] | None = None) -> FakeARBackend:
     return FakeARBackend(oracle_target(tasks or load_heldout_tasks()), name="oracle-ar")
 
 
+def babbling_ar() -> FakeARBackend:
+    """A model that never makes a tool call."""
+    return FakeARBackend("Happy to help!", name="babbling-ar")
+
+
 def world_format(backend: Any) -> Any:
     """Mark a fake as trained on the world template (prompt = render_chat, like Sprout)."""
     backend.chat_format = "world"
     return backend
 
-
-_ = E  # entities are imported for callers that build their own stand-ins

@@ -33,8 +33,7 @@ def _combos(record):
     found = []
     for m in record["messages"]:
         if m["role"] == "assistant" and m["content"].startswith("<tool_call>"):
-            args = parse_call(m["content"]).arguments
-            items = [args]
+            items = [json.loads(m["content"][len("<tool_call>"):-len("</tool_call>")])["arguments"]]
         elif m["role"] == "tool":
             body = json.loads(m["content"])
             items = body if isinstance(body, list) else body.get("items", [body])

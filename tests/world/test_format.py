@@ -7,8 +7,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.world.format import (
-    COMPACT_SYSTEM, EOS, PARSE_ERRORS, SPECIAL_TOKENS, ParseError, ParsedCall, assistant_spans, parse_call,
-    render_call, render_chat, system_prompt,
+    COMPACT_SYSTEM,
+    EOS,
+    PARSE_ERRORS,
+    SPECIAL_TOKENS,
+    ParsedCall,
+    ParseError,
+    assistant_spans,
+    parse_call,
+    render_call,
+    render_chat,
+    system_prompt,
 )
 from engine.world.tools import TOOLS, TOOLS_BY_NAME
 
@@ -48,13 +57,15 @@ def test_special_tokens_and_system_prompts():
 
 def test_render_call_uses_schema_order_and_compact_json():
     text = render_call("add_to_cart", {"quantity": 2, "size": "L", "product_id": "P3K7"})
-    assert text == '<tool_call>{"name":"add_to_cart","arguments":{"product_id":"P3K7","size":"L","quantity":2}}</tool_call>'
+    assert text == ('<tool_call>{"name":"add_to_cart",'
+                    '"arguments":{"product_id":"P3K7","size":"L","quantity":2}}</tool_call>')
 
 
 def test_parse_round_trip_and_tolerance():
     text = render_call("search_products", {"size": "M", "query": "cap", "color": "red"})
     for variant in (text, text + EOS + "junk", text.replace("</tool_call>", "") + EOS,
-                    '  <tool_call> {"name": "search_products", "arguments": {"size": "M", "color": "red", "query": "cap"}}'
+                    '  <tool_call> {"name": "search_products", '
+                    '"arguments": {"size": "M", "color": "red", "query": "cap"}}'
                     "</tool_call>", '{"name":"search_products","arguments":{"query":"cap","color":"red","size":"M"}}'):
         parsed = parse_call(variant)
         assert isinstance(parsed, ParsedCall), variant

@@ -5,7 +5,7 @@ import pytest
 
 from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world.grader import answer_contains, grade, gold_end_state, replay
+from engine.world.grader import answer_contains, gold_end_state, grade, replay
 from engine.world.state import world_for
 from engine.world.tasks import AGENT_INTENTS, make_task
 from tests.world.scripted import FAILURES
@@ -27,7 +27,8 @@ def test_each_scripted_failure_gets_its_error_type_every_time(stand_in):
 def test_step_limit_and_veto_are_enforced():
     task = TASKS[0]
     _, loop_type = FAILURES["repeated_call"]
-    transcript = run_episode(None, task, GenerationConfig(), max_steps=5, generate_fn=FAILURES["repeated_call"][0](task))
+    model = FAILURES["repeated_call"][0](task)
+    transcript = run_episode(None, task, GenerationConfig(), max_steps=5, generate_fn=model)
     assert len(transcript.steps) == 5 and loop_type == transcript.error_type == "loop"
     assert [s.observation for s in transcript.steps[1:]] == [{"error": "repeated_call"}] * 4
     assert transcript.steps[0].observation != {"error": "repeated_call"}

@@ -1,6 +1,7 @@
 """engine/world: tasks, templates, the oracle (100 % under the grader) and document checkers."""
 
 import json
+import shutil
 from collections import Counter
 
 import pytest
@@ -101,6 +102,15 @@ def test_latex_checker_finds_problems():
     assert "missing \\end{document}" in check_latex(gold.replace("\\end{document}", ""), facts)
     verdict = grade_document(task, gold.replace("\\end{document}", ""))
     assert not verdict.success and verdict.error_type == "parse_error"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed here")
+def test_gold_resume_compiles_with_pdflatex():
+    task = make_task("doc_resume", "train", 5)
+    assert check_latex(task["gold_output"], task["slots"], compile_pdf=True) == []
+    assert check_latex(task["gold_output"].replace("\\begin{document}", "\\begin{documnt}\\begin{document}"),
+                       task["slots"], compile_pdf=True) == ["the LaTeX does not compile"]
 
 
 def test_html_checker_finds_problems():

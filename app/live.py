@@ -1,0 +1,140 @@
+"""One generation as the UI sees it: frames arriving (live) or read back (replay), drawn as the
+token grid with a header of where the run stands. Also the escaping of model text for chat.
+
+Everything drawn here comes from frames through `visualizer.render_grid`, which escapes every
+token; the header holds numbers and our own words only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from engine.trace import Frame, GenerationConfig, Result, Stats
+from visualizer import commits_per_forward, decision_heatmap, render_grid
+
+MODES = {"live": "● live", "done": "finished", "replay": "replay", "stopped": "stopped"}
+
+
+@dataclass
+class TraceView:
+    """A trace and what is needed to draw it; held in gr.State between events."""
+
+    frames: list[Frame]
+    pieces: dict[int, str]
+    mask_id: int | None
+    gen_length: int
+    block_size: int                  # diffusion: the config's; AR: 1 (each token is its own step)
+    steps: int | None                # rounds per block (a cap for threshold-like samplers)
+    family: str                      # "diffusion" or "autoregressive"
+    stats: Stats | None = None       # set once the run is over
+    result: Result | None = None
+    config: GenerationConfig | dict[str, Any] | None = None
+    model: str = ""
+    prompt: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
+        diffusion = backend.family == "diffusion"
+        return cls(frames=[], pieces={}, mask_id=backend.mask_id if diffusion else None,
+                   gen_length=config.gen_length, block_size=config.block_size if diffusion else 1,
+                   steps=config.steps if diffusion else None, family=backend.family, config=config, model=model,
+                   prompt=prompt)
+
+    @classmethod
+    def from_result(cls, result: Result, config: GenerationConfig | dict[str, Any] | None, model: str = "",
+                    prompt: str = "") -> TraceView:
+        """A stored generation: AR runs are the ones without a mask id."""
+        cfg = config.to_dict() if isinstance(config, GenerationConfig) else dict(config or {})
+        diffusion = result.mask_id is not None
+        canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
+        gen_length = int(cfg.get("gen_length") or canvas_length or 1)
+        return cls(frames=list(result.frames), pieces=dict(result.pieces), mask_id=result.mask_id,
+                   gen_length=gen_length, block_size=int(cfg.get("block_size") or gen_length) if diffusion else 1,
+                   steps=cfg.get("steps") if diffusion else None,
+                   family="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
+                   config=config, model=model, prompt=prompt)
+
+    # -- live ---------------------------------------------------------------------------------
+    def add(self, frame: Frame, backend: Any) -> None:
+        self.frames.append(frame)
+        for token in set(frame.canvas).difference(self.pieces):
+            self.pieces[token] = backend.token_piece(token)
+
+    def finish(self, result: Result) -> None:
+        self.result, self.stats = result, result.stats
+        self.frames = list(result.frames)
+        self.pieces.update(result.pieces)
+
+    def partial_text(self, backend: Any) -> str:
+        """The text decided so far: up to the first EOS, masks and pad left out."""
+        if not self.frames:
+            return ""
+        canvas = self.frames[-1].canvas
+        cut = next((i for i, t in enumerate(canvas) if t in backend.eos_ids), len(canvas))
+        return backend.decode([t for t in canvas[:cut] if t != self.mask_id and t != backend.pad_id])
+
+    # -- drawing ------------------------------------------------------------------------------
+    def panel(self, mode: str = "live", upto: int | None = None) -> str:
+        """The header (where the run stands) and the token grid after frame `upto` (default: last)."""
+        index = len(self.frames) - 1 if upto is None else max(0, min(int(upto), len(self.frames) - 1))
+        frame = self.frames[index] if self.frames else None
+        last = frame is not None and index == len(self.frames) - 1
+        grid = render_grid(self.frames, self.pieces, self.mask_id, self.gen_length, self.block_size,
+                           upto=index if self.frames else None, stats=self.stats if last else None)
+        return str(Markup('<div class="dp-panel" data-mode="{}">{}{}</div>').format(
+            mode, self._header(frame, index, mode), Markup(grid)))
+
+    def _header(self, frame: Frame | None, index: int, mode: str) -> Markup:
+        items = [MODES.get(mode, mode)]
+        if frame is not None:
+            blocks = max(1, -(-self.gen_length // self.block_size))
+            if self.family == "diffusion":
+                items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
+            else:
+                items.append(f"token {frame.block + 1}/{self.gen_length}")
+            items.append(f"frame {index + 1}/{len(self.frames)}")
+        if self.model:
+            items.append(self.model)
+        return Markup('<div class="dp-live-head">{}</div>').format(Markup(" · ").join(items))
+
+    def plots(self) -> tuple[Any, Any]:
+        """(when each token was decided, tokens committed per forward)."""
+        heatmap_blocks = self.block_size if self.family == "diffusion" else self.gen_length
+        return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks),
+                commits_per_forward(self.frames))
+
+
+def drive(frames: Generator[Frame, None, Result]) -> Generator[Frame, None, Result]:
+    """Re-yield a generation's frames and hand back its Result (a `yield from` target)."""
+    return (yield from frames)
+
+
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+
+
+def markdown_safe(text: str) -> str:
+    """Model text for a Markdown view (the Chatbot): HTML escaped outside code, where Markdown
+    shows `&lt;` as `<`; code spans and fences are left as they are, Markdown shows them
+    literally. The Chatbot's own sanitiser is the second line of defence."""
+    out, start = [], 0
+    for match in _CODE.finditer(text):
+        out.append(str(escape(text[start:match.start()])))
+        out.append(match.group(0))
+        start = match.end()
+    out.append(str(escape(text[start:])))
+    return "".join(out)
+
+
+def chat_messages(history: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The raw history as Chatbot messages, escaped (tool turns shown as the assistant's notes)."""
+    shown = []
+    for message in history:
+        role = "user" if message["role"] == "user" else "assistant"
+        shown.append({"role": role, "content": markdown_safe(message["content"]) or "…"})
+    return shown

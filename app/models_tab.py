@@ -1,0 +1,64 @@
+"""The Models tab: every preset and local folder, a rescan, a test load, and the poll that
+refreshes every model picker when the watchdog saw models/ change (a new or updated checkpoint
+appears without a restart)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+from markupsafe import Markup
+
+from engine.backends.base import BackendError
+
+from .messages import user_error
+from .state import AppContext
+
+
+def models_table(rows: list[dict[str, Any]]) -> str:
+    head = ("name", "kind", "family", "source", "on this machine", "description")
+    out = []
+    for r in rows:
+        cells = (r["name"], r["kind"], r["family"], r["source"], "yes" if r["available"] else "no",
+                 r.get("description") or "")
+        out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
+    header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
+    return str(Markup('<table class="dp-table dp-models"><tr>{}</tr>{}</table>').format(header, Markup("").join(out)))
+
+
+class ModelsHandlers:
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> str:
+        return models_table(self.ctx.registry.listing())
+
+    def pickers(self) -> tuple[Any, Any, Any, Any]:
+        """Choices of the chat, compare (diffusion, baseline) and agent pickers; values unchanged."""
+        registry = self.ctx.registry
+        every = registry.choices()
+        return (gr.Dropdown(choices=every), gr.Dropdown(choices=registry.choices(("diffusion",))),
+                gr.Dropdown(choices=registry.choices(("autoregressive",))), gr.Dropdown(choices=every))
+
+    def rescan(self) -> tuple:
+        self.ctx.registry.rescan()
+        rows = self.ctx.registry.listing()
+        return (self.table(), *self.pickers(), self.ctx.registry.version,
+                f"Found {len(rows)} models ({sum(r['available'] for r in rows)} on this machine).")
+
+    def poll(self, seen_version: int | None) -> tuple:
+        """Timer tick: refresh the table and pickers only when models/ changed since `seen_version`."""
+        version = self.ctx.registry.version
+        if seen_version == version:
+            return (gr.skip(),) * 7
+        return (self.table(), *self.pickers(), version, "models/ changed: the lists are up to date.")
+
+    def try_load(self, name: str) -> str:
+        """Load a model now (a preset, a folder name or a path) and say what it is."""
+        try:
+            backend = self.ctx.registry.get(name)
+        except BackendError as exc:
+            raise user_error(str(exc)) from None
+        mask = f", mask id {backend.mask_id}" if backend.family == "diffusion" else ""
+        return (f"Loaded **{Markup.escape(name)}**: {backend.family}{mask}, context {backend.max_length} tokens, "
+                f"on {backend.device}.")

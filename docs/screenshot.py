@@ -1,0 +1,72 @@
+"""Take docs/playground.png: the Chat tab after one answer, in headless Chromium.
+
+    .venv/bin/python docs/screenshot.py [--out docs/playground.png]
+
+Uses the bundled Sprout-BD when models/sprout-bd loads; otherwise a scripted stand-in backend
+(tests/fakes.py) that "knows" one tool call, slowed down so the run looks like a real one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+PROMPT = "Please add a blue dress in size L to the cart."
+ANSWER = '<tool_call>{"name":"search_products","arguments":{"query":"dress","color":"blue","size":"L"}}</tool_call>'
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def backends() -> tuple[dict, str]:
+    from app.state import ModelRegistry
+    from engine.backends.base import BackendError
+
+    try:
+        return {"sprout-bd": ModelRegistry(device="cpu").get("sprout-bd")}, "sprout-bd"
+    except BackendError:
+        from tests.e2e.app_fakes import Slow
+        from tests.fakes import FakeDiffusionBackend
+
+        return {"stand-in-bd": Slow(FakeDiffusionBackend(ANSWER, name="stand-in-bd"), 0.05)}, "stand-in-bd"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "playground.png"))
+    args = parser.parse_args()
+    from playwright.sync_api import expect, sync_playwright
+
+    from app.state import AppContext
+    from tests.e2e.app_fakes import running_app
+
+    loaded, name = backends()
+    ctx = AppContext.create(Path(tempfile.mkdtemp()) / "sessions.db", model=name, baseline=name, preloaded=loaded,
+                            watch=False)
+    ctx.notices.clear()
+    with running_app(ctx) as (_demo, url), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.locator("#chat-gen-length input[type=number]").fill("128")
+        page.locator("#chat-gen-length input[type=number]").press("Enter")
+        page.locator("#prompt textarea").fill(PROMPT)
+        page.locator("#send").click()
+        expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=120_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=args.out, full_page=True)
+        browser.close()
+    ctx.close()
+    print(f"wrote {args.out} ({name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Backends for the bundled Sprout twins.
+
+The diffusion twin keeps the clean context as a per-layer cache (attention K/V and the GDN
+state); `denoise` reads it, `commit` replaces it with the context extended by the block.
+The AR twin steps the same cache one token at a time (constant cost per step in G layers).
+Both speak the agent world's chat format (`chat_format = "world"`): the prompt is exactly
+`render_chat(...)`, the text Sprout was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from engine.backends.base import BackendError, pick_device
+from engine.world.format import render_chat
+
+MASK, EOS, PAD = "<|mask|>", "<|eos|>", "<|pad|>"
+
+
+class _SproutText:
+    """Tokenizer-facing half shared by both twins."""
+
+    chat_format = "world"
+
+    def _init_text(self, model, tokenizer, name: str, device: torch.device) -> None:
+        self.model, self.tokenizer, self.name, self.device = model, tokenizer, name, device
+        ids = tokenizer.convert_tokens_to_ids
+        self.mask_id, self.pad_id = ids(MASK), ids(PAD)
+        self.eos_ids = frozenset({ids(EOS)})
+        self._hidden = {self.mask_id, self.pad_id, *self.eos_ids}
+        self.max_length = int(model.config.max_position_embeddings)
+        self.cache = None
+
+    def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
+        return list(self.tokenizer.encode(render_chat(messages, add_generation_prompt=True)))
+
+    def decode(self, ids: list[int]) -> str:
+        # tool tags are special tokens that the parser needs: drop only mask / eos / pad
+        return self.tokenizer.decode([i for i in ids if i not in self._hidden], skip_special_tokens=False)
+
+    def token_piece(self, token_id: int) -> str:
+        if token_id in self.tokenizer.all_special_ids:
+            return self.tokenizer.convert_ids_to_tokens(token_id)
+        return self.tokenizer.decode([token_id])
+
+    def _ids(self, ids: torch.Tensor | list[int]) -> torch.Tensor:
+        t = torch.as_tensor(ids, dtype=torch.long, device=self.device)
+        return t.view(1, -1) if t.dim() == 1 else t
+
+
+class SproutBackend(_SproutText):
+    family = "diffusion"
+    logit_shift = False
+
+    def __init__(self, model, tokenizer, name: str = "sprout-bd", device: torch.device | None = None):
+        self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)
+
+    @torch.inference_mode()
+    def prefill(self, prompt_ids) -> None:
+        self.cache, _ = self.model.prefill(self._ids(prompt_ids))
+
+    @torch.inference_mode()
+    def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
+        return self.model.denoise(self._ids(canvas)[:, block], self.cache)        # (1, C, V)
+
+    @torch.inference_mode()
+    def commit(self, canvas: torch.Tensor, block: slice) -> None:
+        self.cache, _ = self.model.commit(self._ids(canvas)[:, block], self.cache)
+
+
+class SproutARBackend(_SproutText):
+    family = "autoregressive"
+
+    def __init__(self, model, tokenizer, name: str = "sprout-ar", device: torch.device | None = None):
+        self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)
+
+    @torch.inference_mode()
+    def prefill(self, prompt_ids) -> torch.Tensor:
+        self.cache, last = self.model.prefill(self._ids(prompt_ids))
+        return last                                                                # (1, V)
+
+    @torch.inference_mode()
+    def step(self, token_id: int) -> torch.Tensor:
+        self.cache, logits = self.model.commit(self._ids([token_id]), self.cache)
+        return logits[:, -1]                                                       # (1, V)
+
+
+def load(path: str | Path, device: str = "auto"):
+    """A Sprout folder -> the backend of its twin (config `causal` picks AR or diffusion)."""
+    from engine.sprout.modeling import SproutModel
+    from engine.sprout.tokenizer import load_tokenizer
+
+    folder = Path(path)
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"Sprout folder {folder} has no readable config.json ({exc}).") from exc
+    dev = pick_device(device)
+    try:
+        # weights are stored in bf16 to stay small; compute in fp32 on CPU, bf16 on CUDA
+        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+        model = SproutModel.from_pretrained(str(folder), dtype=dtype).to(dev)
+        tokenizer = load_tokenizer(folder)
+    except Exception as exc:  # noqa: BLE001 - any loading failure becomes one sentence
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"Sprout model {folder} could not be loaded: {reason}.") from exc
+    name = folder.name
+    cls = SproutARBackend if config.get("causal") else SproutBackend
+    return cls(model, tokenizer, name=name, device=dev)

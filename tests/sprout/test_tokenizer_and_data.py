@@ -1,0 +1,73 @@
+"""Sprout's tokenizer and batch builders."""
+
+import random
+
+import torch
+from transformers import AutoTokenizer
+
+from engine.sprout.data import ar_batch, bd_batch, buckets, encode_texts
+from engine.sprout.tokenizer import EOS, MASK, PAD
+from engine.world.format import SPECIAL_TOKENS, assistant_spans
+from tests.sprout.helpers import corpus_texts, tiny_tokenizer
+
+
+def test_special_tokens_are_single_and_digits_split(tmp_path):
+    tok = tiny_tokenizer()
+    for special in SPECIAL_TOKENS:
+        assert len(tok.encode(special)) == 1, special
+    assert len(tok.encode("P3817")) >= 4            # one token per digit
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    text = corpus_texts()[0]
+    assert again.encode(text) == tok.encode(text)
+    assert again.decode(again.encode(text)) == text
+
+
+def test_assistant_token_spans_cover_exactly_the_assistant_text():
+    tok = tiny_tokenizer()
+    text = corpus_texts()[1]
+    ex = encode_texts([text], tok)[0]
+    char_spans = assistant_spans(text)
+    assert len(ex.spans) == len(char_spans)
+    for (s, e), (cs, ce) in zip(ex.spans, char_spans):
+        assert tok.decode(ex.ids[s:e]) == text[cs:ce]
+        assert ex.ids[e - 1] == tok.convert_tokens_to_ids(EOS)
+
+
+def test_ar_targets_only_on_assistant_tokens():
+    tok = tiny_tokenizer()
+    exs = encode_texts(list(corpus_texts()[:4]), tok)
+    ids, targets = ar_batch(exs, tok.convert_tokens_to_ids(PAD))
+    for b, ex in enumerate(exs):
+        want = {t for s, e in ex.spans for t in range(s, e)}          # positions predicted
+        got = {t + 1 for t in (targets[b] != -100).nonzero().flatten().tolist()}
+        assert got == want
+        for t in (targets[b] != -100).nonzero().flatten().tolist():
+            assert targets[b, t] == ids[b, t + 1]
+
+
+def test_bd_blocks_start_at_turns_fill_with_eos_and_mask_something():
+    tok = tiny_tokenizer()
+    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
+           "mask": tok.convert_tokens_to_ids(MASK)}
+    exs = encode_texts(list(corpus_texts()[:6]), tok)
+    batch = bd_batch(exs, 8, ids, (0.3, 0.8), torch.Generator().manual_seed(0))
+    for b, ex in enumerate(exs):
+        expected_starts = [s + j for s, e in ex.spans for j in range(0, e - s, 8)]
+        assert batch.starts[b, :len(expected_starts)].tolist() == expected_starts
+        for j, start in enumerate(expected_starts):
+            truth = torch.where(batch.targets[b, j] != -100, batch.targets[b, j], batch.noisy[b, j])
+            span_end = next(e for s, e in ex.spans if s <= start < e)
+            real = ex.ids[start:min(start + 8, span_end)]
+            assert truth.tolist() == real + [ids["eos"]] * (8 - len(real))
+            assert (batch.noisy[b, j] == ids["mask"]).any()
+        assert (batch.targets[b, len(expected_starts):] == -100).all()     # padding blocks teach nothing
+
+
+def test_buckets_respect_the_token_budget_and_keep_every_example():
+    tok = tiny_tokenizer()
+    exs = encode_texts(list(corpus_texts()), tok)
+    batches = buckets(exs, 1024, random.Random(0))
+    assert sum(len(b) for b in batches) == len(exs)
+    for b in batches:
+        assert len(b) == 1 or max(len(e.ids) for e in b) * len(b) <= 1024

@@ -1,0 +1,66 @@
+"""engine/bench.py: the agent benchmark, as a function and as the CLI, with tiny fake models."""
+
+import json
+from math import comb
+
+import pytest
+
+from engine.bench import main, pass_hat_k, percentile, run_agent_benchmark
+from engine.trace import GenerationConfig
+from engine.world.tasks import load_heldout_tasks
+from tests.world.scripted import babbling_ar, oracle_diffusion
+
+FIELDS = {"attempts", "successes", "success_rate", "pass_hat_3", "median_task_s", "p90_task_s", "mean_nfe",
+          "tokens_per_forward", "errors"}
+CONFIG = GenerationConfig(gen_length=256, block_size=32, steps=32, sampler="threshold", threshold=0.9)
+
+
+def test_pass_hat_k_is_the_tau_bench_formula():
+    assert pass_hat_k([(3, 3), (0, 3)]) == 0.5
+    assert pass_hat_k([(4, 5)]) == pytest.approx(comb(4, 3) / comb(5, 3))
+    assert pass_hat_k([(2, 2)]) is None
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 90) == pytest.approx(4.6) and percentile([7.0], 90) == 7.0
+
+
+def test_two_models_interleaved_per_task():
+    tasks = load_heldout_tasks()[:2]
+    a, b = oracle_diffusion(tasks), babbling_ar()
+    seen = []
+    report = run_agent_benchmark({"A": a, "B": b}, tasks, attempts=3, config=CONFIG, system=None,
+                                 progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (12, 12)
+    m, base = report["models"]["A"], report["models"]["B"]
+    assert set(m) == set(base) == FIELDS
+    assert m["attempts"] == 6 and m["successes"] == 6 and m["pass_hat_3"] == 1.0 and m["errors"] == {}
+    assert base["successes"] == 0 and base["errors"] == {"parse_error": 6} and base["pass_hat_3"] == 0.0
+    assert m["tokens_per_forward"] > 1.0 and 0 < base["tokens_per_forward"] <= 1.0
+    assert report["median_ratio"] == pytest.approx(m["median_task_s"] / base["median_task_s"])
+    assert m["p90_task_s"] >= m["median_task_s"] > 0
+    # warm-up + 6 counted episodes, each with its own seed (0, 1, 2 per task)
+    assert a.prefill_calls >= 1 + 6
+
+
+def test_cli_end_to_end_json(capsys):
+    code = main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--baseline",
+                 "py:tests.world.scripted:babbling_ar", "--tasks", "3", "--attempts", "3", "--json",
+                 "--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) >= {"models", "median_ratio"}
+    models = report["models"]
+    a, b = models["py:tests.world.scripted:oracle_ar"], models["py:tests.world.scripted:babbling_ar"]
+    assert set(a) == set(b) == FIELDS
+    assert a["attempts"] == 9 and a["success_rate"] == 1.0 and a["pass_hat_3"] == 1.0
+    assert b["errors"] == {"parse_error": 9}
+    assert isinstance(report["median_ratio"], float) and "18/18 episodes" in err
+
+
+def test_cli_table_and_errors(capsys):
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--tasks", "1", "--attempts", "1",
+                 "--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "success" in out and "1/1" in out and "ratio" not in out
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--block-size", "48"]) == 2
+    assert "does not divide" in capsys.readouterr().err
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--tasks", "50"]) == 2
