@@ -115,13 +115,14 @@ class ChatHandlers:
                 if throttle.ready():
                     answer = {"role": "assistant", "content": view.partial_text(backend)}
                     shown = history + [user_turn, answer]
-                    yield (chat_messages(shown), view.panel("live"), shown, conversation_id, gr.skip(), gr.skip(),
+                    yield (chat_messages(shown), view.panel("live"), shown, conversation_id, view, gr.skip(),
                            gr.skip(), gr.skip(), "" if first else gr.skip(), gr.skip())
                     first = False
         except GeneratorExit:
             # Stop: keep what was decided, as a cancelled turn, then let the generator close.
             frames.close()
             partial = summarize(backend, view.frames, time.perf_counter() - started, "cancelled")
+            view.finish(partial)                  # the trace state now holds the stopped run
             self._save(conversation_id, message, partial, config, model)
             raise
         view.finish(result)
@@ -139,6 +140,14 @@ class ChatHandlers:
         if len(history) < 2 or history[-1]["role"] != "assistant" or history[-2]["role"] != "user":
             raise user_error("There is no answer to regenerate yet: send a message first.")
         yield from self.submit(history[-2]["content"], history[:-2], conversation_id, *controls)
+
+    def stopped(self, trace: TraceView | None) -> tuple:
+        """After Stop: (panel, scrubber, heatmap, commits, status) for what was decided before it."""
+        if trace is None or not trace.frames:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), "Stopped."
+        heatmap, commits = trace.plots()
+        return (trace.panel("stopped"), scrubber_for(trace), heatmap, commits,
+                f"Stopped after {len(trace.frames)} forwards; what was decided is kept (as a cancelled turn).")
 
     def edit_last(self, history: list[dict[str, str]] | None) -> tuple:
         """Put the last message back in the prompt box and drop it and its answer from the chat

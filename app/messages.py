@@ -12,7 +12,7 @@ from markupsafe import escape
 
 def user_error(message: str) -> gr.Error:
     """A gr.Error to raise: the handler stops and the person reads `message`."""
-    return gr.Error(str(escape(message)), title="Cannot do that")
+    return gr.Error(str(escape(message)), title="Cannot do that", print_exception=False)
 
 
 def warn(message: str) -> None:

@@ -58,7 +58,10 @@ class ModelRegistry:
             if name not in self._loaded:
                 try:
                     self._loaded[name] = self._loader(name, self.device)
-                except BackendError:
+                except BackendError as exc:
+                    if name in (DEFAULT_MODEL, DEFAULT_BASELINE) and not (catalog.models_dir() / name).exists():
+                        raise BackendError(f"{exc} The bundled model appears as models/{name} once it is trained; "
+                                           "until then pick another model.") from exc
                     raise
                 except Exception as exc:  # noqa: BLE001 - a broken checkpoint must become a sentence
                     raise BackendError(f"Model '{name}' could not be loaded ({type(exc).__name__}: {exc}). "

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.trace import Frame, GenerationConfig, Result
+from engine.trace import ConfigError, Frame, GenerationConfig, Result
 from engine.world.format import EOS, ParseError, parse_call, render_chat, render_response, system_prompt
 from engine.world.grader import grade, grade_document
 from engine.world.state import World, world_for
@@ -55,12 +55,14 @@ class Transcript:
     seconds: float = 0.0
     nfe: int = 0
     new_tokens: int = 0
+    stopped: str = ""      # why the loop ended early (e.g. the context filled up), for people
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "instruction": self.instruction, "messages": self.messages,
                 "steps": [s.to_dict() for s in self.steps], "final_answer": self.final_answer,
                 "success": self.success, "error_type": self.error_type, "reason": self.reason,
-                "seconds": self.seconds, "nfe": self.nfe, "new_tokens": self.new_tokens}
+                "seconds": self.seconds, "nfe": self.nfe, "new_tokens": self.new_tokens,
+                "stopped": self.stopped}
 
 
 def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
@@ -136,7 +138,13 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         seen: set[str] = set()
         for _ in range(max_steps):
             t0 = time.perf_counter()
-            text, result = _generate(backend, messages, config, on_frame, generate_fn)
+            try:
+                text, result = _generate(backend, messages, config, on_frame, generate_fn)
+            except ConfigError as full:
+                # the transcript outgrew the model's context: the episode is out of budget,
+                # which the grader reports as step_limit (no finish came)
+                transcript.stopped = str(full)
+                break
             parsed = parse_call(text)
             if isinstance(parsed, ParseError):
                 step = Step(text, None, parsed.to_dict(), parsed.observation(), result, 0.0)
@@ -162,4 +170,6 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         verdict = grade(task, world, transcript.final_answer, transcript.steps)
     transcript.messages = messages
     transcript.success, transcript.error_type, transcript.reason = verdict.success, verdict.error_type, verdict.reason
+    if transcript.stopped:
+        transcript.reason = f"{transcript.reason} {transcript.stopped}".strip()
     return transcript

@@ -89,3 +89,18 @@ def test_bad_input_comes_back_as_a_sentence(app, args, words):
     _ctx, client = app
     with pytest.raises(Exception, match=words):
         client.predict(*args, api_name="/chat")
+
+
+def test_launch_defaults_and_a_clear_error_for_a_missing_gpu(capsys):
+    import torch
+
+    import launch
+
+    args = launch.parse_args([])
+    assert (args.model, args.baseline, args.host, args.port, args.device) == (
+        "sprout-bd", "sprout-ar", "127.0.0.1", 7860, "auto")
+    assert args.db.endswith("sessions.db")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert launch.main(["--device", "cuda"]) == 2
+    assert "no CUDA GPU is visible" in capsys.readouterr().err

@@ -127,11 +127,13 @@ def test_stop_keeps_the_partial_answer_as_a_cancelled_turn_and_frees_the_model(c
     chat = ChatHandlers(ctx, updates_per_second=1e9)
     stream = chat.submit("Say hi", [], None, "fake-bd", "", *SETTINGS)
     first = next(stream)
-    next(stream)
+    second = next(stream)
     stream.close()                                        # what Gradio does on Stop
     conversation = ctx.store.get_conversation(first[OUT["conversation_id"]])
     answer = conversation["turns"][-1]
     assert answer["generation"].stats.stop_reason == "cancelled" and len(answer["generation"].frames) == 2
+    panel, scrubber, _heatmap, _commits, status = chat.stopped(second[OUT["trace"]])
+    assert 'data-mode="stopped"' in panel and scrubber["maximum"] == 2 and "Stopped after 2 forwards" in status
     assert ask(chat, "again", conversation_id=conversation["id"])[-1][OUT["trace"]].result.stats.stop_reason == "eos"
 
 
@@ -220,13 +222,14 @@ def test_compare_races_both_models_interleaved_and_stores_the_pair(ctx):
         list(CompareHandlers(ctx).run("hi", "fake-bd", "fake-bd", *SETTINGS))
 
 
-def test_agent_runs_a_benchmark_task_live_and_stores_the_transcript(tmp_path):
-    task = make_task("office_sum", "heldout", 7)
+def test_agent_runs_benchmark_document_and_typed_tasks_live_and_stores_them(tmp_path):
+    task, document = make_task("office_sum", "heldout", 7), make_task("doc_html", "heldout", 2)
     backend = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
     typed = FakeDiffusionBackend(render_call("finish", {"answer": "Your cart is empty."}), max_length=8192)
-    context = fake_context(tmp_path, backends={"fake-bd": backend, "fake-typed": typed})
+    writer = FakeDiffusionBackend(oracle_target([document]), max_length=8192)
+    context = fake_context(tmp_path, backends={"fake-bd": backend, "fake-typed": typed, "fake-doc": writer})
     agent = AgentHandlers(context, updates_per_second=1e9)
-    agent.tasks[task["id"]] = task
+    agent.tasks.update({task["id"]: task, document["id"]: document})
     updates = list(agent.run(task["id"], "", "fake-bd", 8, 256, 32, 32, "threshold", 0.9))
     panel, steps, world, verdict, preview, files, status = updates[-1]
     assert any('data-mode="live"' in u[0] for u in updates if isinstance(u[0], str))
@@ -234,6 +237,10 @@ def test_agent_runs_a_benchmark_task_live_and_stores_the_transcript(tmp_path):
     stored = context.store.get_conversation(context.store.list_conversations(kind="agent")[0]["id"])
     assert stored["meta"]["success"] is True and stored["meta"]["task_id"] == task["id"]
     assert [c["name"] for t in stored["turns"] for c in t["tool_calls"]] == ["sum_amounts", "finish"]
+    _, _, world, verdict, preview, files, _ = list(agent.run(document["id"], "", "fake-doc", 1, 256, 32, 32,
+                                                             "threshold", 0.9))[-1]
+    assert "Success" in verdict and preview.startswith('<iframe sandbox=""') and "note" in world
+    assert [os.path.basename(f) for f in files["value"]][-1].endswith("-answer.html")
     verdict = list(agent.run("", "Please show my cart.", "fake-typed", 1, 256, 32, 32, "threshold", 0.9))[-1][3]
     assert "Your cart is empty." in verdict and "no grader" in verdict
     with pytest.raises(gr.Error, match="instruction is empty"):

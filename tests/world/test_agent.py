@@ -66,3 +66,17 @@ def test_unparsable_replies_are_fed_back_as_typed_errors():
     assert transcript.steps[0].error["kind"] == "no_call" and transcript.steps[0].observation == {"error": "no_call"}
     assert transcript.messages[2] == {"role": "assistant", "content": "I think the answer is 42."}
     assert transcript.messages[3] == {"role": "tool", "content": '{"error":"no_call"}'}
+
+
+def test_context_overflow_ends_the_episode_as_step_limit():
+    """A transcript that outgrows the model's context ends the episode (no exception) as step_limit."""
+    from engine.agent import run_episode
+    from engine.trace import GenerationConfig
+    from engine.world.tasks import load_heldout_tasks
+    from tests.fakes import FakeARBackend
+
+    task = next(t for t in load_heldout_tasks() if t.get("domain") != "document")
+    backend = FakeARBackend('<tool_call>{"name":"view_cart","arguments":{}}</tool_call>', max_length=160)
+    tr = run_episode(backend, task, GenerationConfig(gen_length=64, block_size=16), system=None)
+    assert tr.success is False and tr.error_type == "step_limit"
+    assert "prompt" in tr.stopped and tr.stopped in tr.reason
