@@ -29,6 +29,7 @@ from .throttle import Throttle
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "trace", "scrubber", "heatmap", "commits", "prompt",
                 "status")
+STOP_WAIT_S = 5.0           # how long Stop waits for the run to close before drawing what it kept
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 
 
@@ -141,10 +142,19 @@ class ChatHandlers:
             raise user_error("There is no answer to regenerate yet: send a message first.")
         yield from self.submit(history[-2]["content"], history[:-2], conversation_id, *controls)
 
-    def stopped(self, trace: TraceView | None) -> tuple:
-        """After Stop: (panel, scrubber, heatmap, commits, status) for what was decided before it."""
+    def stopped(self, trace: TraceView | None, wait_s: float = STOP_WAIT_S) -> tuple:
+        """After Stop: (panel, scrubber, heatmap, commits, status) for what was decided before it.
+
+        `trace` is the live run's own TraceView (the state it yields); the run finishes it when
+        Gradio closes the generator. Waiting for that means no late live update lands after this one.
+        """
+        deadline = time.monotonic() + wait_s
+        while trace is not None and trace.result is None and time.monotonic() < deadline:
+            time.sleep(0.02)
         if trace is None or not trace.frames:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip(), "Stopped."
+        if trace.stats is not None and trace.stats.stop_reason != "cancelled":
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), "The answer was already complete."
         heatmap, commits = trace.plots()
         return (trace.panel("stopped"), scrubber_for(trace), heatmap, commits,
                 f"Stopped after {len(trace.frames)} forwards; what was decided is kept (as a cancelled turn).")

@@ -8,7 +8,6 @@ token; the header holds numbers and our own words only.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,11 +107,6 @@ class TraceView:
         heatmap_blocks = self.block_size if self.family == "diffusion" else self.gen_length
         return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks),
                 commits_per_forward(self.frames))
-
-
-def drive(frames: Generator[Frame, None, Result]) -> Generator[Frame, None, Result]:
-    """Re-yield a generation's frames and hand back its Result (a `yield from` target)."""
-    return (yield from frames)
 
 
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)

@@ -7,6 +7,7 @@ markupsafe, so all of it is escaped.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gradio as gr
@@ -54,7 +55,7 @@ def transcript_html(conversation: dict[str, Any]) -> str:
             s = turn["generation"].stats
             notes.append(f"{s.new_tokens} tokens · NFE {s.nfe} · {s.seconds:.2f} s · {s.stop_reason}")
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
-            c["name"], c["arguments"]) for c in turn["tool_calls"])
+            c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
             turn["role"], turn["role"], " · ".join(notes), turn["content"], calls))
     return str(Markup('<div class="dp-transcript">{}</div>').format(Markup("").join(parts)))

@@ -106,10 +106,13 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 enter = prompt.submit(chat.submit, chat_inputs, chat_outputs, api_visibility="private", **GENERATE)
                 regen = regen_btn.click(chat.regenerate, chat_inputs[1:], chat_outputs, api_name="regenerate",
                                         **GENERATE)
+                # Cancel first (its own listener, so nothing waits for it), then draw what the run kept.
+                stop_btn.click(None, None, None, cancels=[send, enter, regen])
                 stop_btn.click(chat.stopped, [trace], [panel, scrubber, heatmap, commits, chat_status],
-                               cancels=[send, enter, regen], api_visibility="private", **QUIET)
+                               api_visibility="private", **QUIET)
                 edit_btn.click(chat.edit_last, [history], [prompt, history, chatbot], api_visibility="private")
-                new_btn.click(chat.new_chat, None, chat_outputs, api_visibility="private", cancels=[send, enter, regen])
+                new_btn.click(None, None, None, cancels=[send, enter, regen])
+                new_btn.click(chat.new_chat, None, chat_outputs, api_visibility="private")
                 scrubber.input(scrub_panel, [trace, scrubber], [panel], trigger_mode="always_last",
                                api_visibility="private", **QUIET)
                 export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")

@@ -133,7 +133,7 @@ def test_stop_keeps_the_partial_answer_as_a_cancelled_turn_and_frees_the_model(c
     answer = conversation["turns"][-1]
     assert answer["generation"].stats.stop_reason == "cancelled" and len(answer["generation"].frames) == 2
     panel, scrubber, _heatmap, _commits, status = chat.stopped(second[OUT["trace"]])
-    assert 'data-mode="stopped"' in panel and scrubber["maximum"] == 2 and "Stopped after 2 forwards" in status
+    assert 'data-mode="stopped"' in panel and scrubber.maximum == 2 and "Stopped after 2 forwards" in status
     assert ask(chat, "again", conversation_id=conversation["id"])[-1][OUT["trace"]].result.stats.stop_reason == "eos"
 
 
@@ -268,7 +268,19 @@ def test_a_new_checkpoint_folder_appears_without_a_restart(tmp_path, monkeypatch
     models = tmp_path / "models"
     models.mkdir()
     monkeypatch.setenv("DP_MODELS_DIR", str(models))
-    context = AppContext.create(tmp_path / "s.db", preloaded=fake_backends(), watch=True)
+    loads: list[str] = []
+
+    def loader(name, device):
+        loads.append(name)
+        return FakeDiffusionBackend("ok", name=name)
+
+    def wait_for_change(seen: int) -> None:
+        deadline = time.monotonic() + 10
+        while context.registry.version == seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert context.registry.version > seen, "the watcher saw no change"
+
+    context = AppContext.create(tmp_path / "s.db", preloaded=fake_backends(), watch=True, loader=loader)
     try:
         handlers = ModelsHandlers(context)
         seen = context.registry.version
@@ -276,12 +288,17 @@ def test_a_new_checkpoint_folder_appears_without_a_restart(tmp_path, monkeypatch
         folder = models / "sprout-new"
         folder.mkdir()
         (folder / "config.json").write_text('{"model_type": "sprout", "causal": false}')
-        (folder / "model.safetensors").write_bytes(b"")
-        deadline = time.monotonic() + 10
-        while context.registry.version == seen and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert context.registry.version > seen
+        (folder / "model.safetensors").write_bytes(b"v1")
+        wait_for_change(seen)
         table, chat_picker, *_ = handlers.poll(seen)
         assert "sprout-new" in table and "sprout-new" in [v for _, v in chat_picker.choices]
+        assert all(update == gr.skip() for update in handlers.poll(context.registry.version))  # nothing new
+        context.registry.get("sprout-new")
+        seen = context.registry.version
+        (folder / "model.safetensors.tmp").write_bytes(b"v2")        # a training run's atomic save
+        os.replace(folder / "model.safetensors.tmp", folder / "model.safetensors")
+        wait_for_change(seen)
+        context.registry.get("sprout-new")
+        assert loads == ["sprout-new", "sprout-new"]                 # the new weights load on next use
     finally:
         context.close()

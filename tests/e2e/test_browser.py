@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.app_fakes import ANSWER_TAIL, XSS, fake_context, running_app
+from tests.e2e.app_fakes import ANSWER_TAIL, XSS, Slow, fake_context, running_app
+from tests.fakes import FakeDiffusionBackend
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -108,3 +109,31 @@ def test_live_panel_export_and_offline_replay(browser, tmp_path):
     assert dialogs == [] and violations == []
     offline.close()
 
+
+
+def test_stop_ends_the_run_and_leaves_what_was_decided(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    long_run = Slow(FakeDiffusionBackend("abc " * 120, name="fake-bd"), 0.03)   # ~500 forwards if not stopped
+    ctx = fake_context(tmp_path, backends={"fake-bd": long_run})
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        for control, value in (("#chat-gen-length", "512"), ("#chat-block-size", "8"), ("#chat-steps", "8")):
+            page.locator(f"{control} input[type=number]").fill(value)
+            page.locator(f"{control} input[type=number]").press("Enter")
+        page.locator("#chat-sampler input").click()
+        page.get_by_role("option", name="low_confidence").click()   # one token per forward
+        page.locator("#prompt textarea").fill("go on")
+        page.locator("#send").click()
+        expect(page.locator('#live-panel [data-mode="live"]')).to_be_visible(timeout=20_000)
+        page.locator("#stop").click()
+        expect(page.locator('#live-panel [data-mode="stopped"]')).to_be_visible(timeout=20_000)
+        expect(page.locator("#chat-status")).to_contain_text("Stopped after")
+        calls = long_run.denoise_calls
+        page.wait_for_timeout(500)
+        assert long_run.denoise_calls == calls < 400
+        turn = ctx.store.get_conversation(ctx.store.list_conversations()[0]["id"])["turns"][-1]
+        assert turn["generation"].stats.stop_reason == "cancelled"
+        page.close()
+    ctx.close()
