@@ -3,7 +3,6 @@ and a tiny model saved to a folder under models/ loads and generates. Offline th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
@@ -164,14 +163,19 @@ def test_list_rescans_every_call(_isolated):
 
 
 def test_sprout_folder_goes_to_sprout_backend(_isolated):
-    folder = _isolated / "models" / "sprout-bd"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"model_type": "sprout"}))
-    assert {m["name"]: m for m in catalog.list_models()}["sprout-bd"]["family"] == "sprout"
-    if importlib.util.find_spec("engine.backends.sprout") is not None:
-        pytest.skip("engine/backends/sprout.py exists: its own tests cover loading")
-    with pytest.raises(BackendError, match="Sprout backend"):
-        catalog.load_backend("sprout-bd")
+    from engine.backends.sprout import SproutARBackend, SproutBackend
+    from engine.sprout.train import save_model_folder
+    from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+
+    for name, causal, cls in (("sprout-bd", False, SproutBackend), ("sprout-ar", True, SproutARBackend)):
+        save_model_folder(tiny_sprout(causal=causal), tiny_tokenizer(), _isolated / "models" / name, {})
+        assert {m["name"]: m for m in catalog.list_models()}[name]["family"] == "sprout"
+        assert isinstance(catalog.load_backend(name, device="cpu"), cls)
+    broken = _isolated / "models" / "sprout-broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"model_type": "sprout"}))
+    with pytest.raises(BackendError, match="could not be loaded"):
+        catalog.load_backend("sprout-broken", device="cpu")
 
 
 def test_folder_without_tokenizer(_isolated):
