@@ -93,7 +93,8 @@ class GenerationConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(f"Unknown setting(s) {', '.join(unknown)}; known settings are {', '.join(sorted(known))}.")
+            raise ConfigError(
+                f"Unknown setting(s) {', '.join(unknown)}; known settings are {', '.join(sorted(known))}.")
         return cls(**values)
 
     def replace(self, **changes: Any) -> GenerationConfig:

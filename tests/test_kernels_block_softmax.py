@@ -1,12 +1,7 @@
 """Block softmax with a history slot: torch form and Triton kernel against the looped reference."""
 
 import importlib.util
-import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,8 +11,8 @@ from kernels.block_softmax import (
     block_softmax_with_history_ref,
     block_softmax_with_history_torch,
 )
+from tests.triton_interpret import run_interpreted
 
-REPO = Path(__file__).resolve().parents[1]
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 
 
@@ -149,13 +144,7 @@ print(json.dumps(errors))
 def interpreted_errors():
     if not HAS_TRITON:
         pytest.skip("triton is not installed")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    run = subprocess.run(
-        [sys.executable, "-c", TRITON_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, f"the interpreted Triton run failed:\n{run.stderr[-4000:]}"
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_interpreted(TRITON_SCRIPT)
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,8 @@
 """Gated delta rule: chunked torch form, one-token step and Triton kernel against the recurrent reference."""
 
 import importlib.util
-import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule, gated_delta_rule_ref, gated_delta_step
+from tests.triton_interpret import REPO, run_interpreted
 
-REPO = Path(__file__).resolve().parents[1]
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 
 
@@ -189,13 +186,7 @@ print(json.dumps(results))
 def interpreted_errors():
     if not HAS_TRITON:
         pytest.skip("triton is not installed")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    run = subprocess.run(
-        [sys.executable, "-c", TRITON_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, f"the interpreted Triton run failed:\n{run.stderr[-4000:]}"
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_interpreted(TRITON_SCRIPT)
 
 
 @pytest.mark.parametrize(
