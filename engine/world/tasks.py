@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -246,15 +245,30 @@ def make_heldout_set(n: int = HELDOUT_SIZE, seed: int = HELDOUT_SEED) -> list[di
     return generate_tasks("heldout", n, seed, AGENT_INTENTS)
 
 
+# the document tasks (LaTeX resume, HTML page) measured apart: `engine.bench agent --tasks-file`
+HELDOUT_DOCS_PATH = Path(__file__).with_name("heldout_documents.json")
+HELDOUT_DOCS_SIZE, HELDOUT_DOCS_SEED = 10, 50
+
+
+def make_heldout_documents(n: int = HELDOUT_DOCS_SIZE, seed: int = HELDOUT_DOCS_SEED) -> list[dict[str, Any]]:
+    """Document tasks on held-out values only, resume and page alternating."""
+    return generate_tasks("heldout", n, seed, DOC_INTENTS)
+
+
 def load_heldout_tasks(path: str | Path = HELDOUT_PATH) -> list[dict[str, Any]]:
     return json.loads(Path(path).read_text())
 
 
-def write_heldout_set(path: str | Path = HELDOUT_PATH) -> None:
+def write_task_list(tasks: list[dict[str, Any]], path: str | Path) -> None:
     """One task per line, so a change shows up as a readable diff."""
-    lines = ",\n".join(json.dumps(t, separators=(",", ":")) for t in make_heldout_set())
+    lines = ",\n".join(json.dumps(t, separators=(",", ":")) for t in tasks)
     Path(path).write_text(f"[\n{lines}\n]\n")
 
 
-if __name__ == "__main__":  # python -m engine.world.tasks: rewrite heldout_tasks.json (on purpose only)
-    write_heldout_set(sys.argv[1] if len(sys.argv) > 1 else HELDOUT_PATH)
+def write_heldout_set(path: str | Path = HELDOUT_PATH) -> None:
+    write_task_list(make_heldout_set(), path)
+
+
+if __name__ == "__main__":  # python -m engine.world.tasks: rewrite the committed sets (on purpose only)
+    write_heldout_set(HELDOUT_PATH)
+    write_task_list(make_heldout_documents(), HELDOUT_DOCS_PATH)

@@ -123,3 +123,14 @@ def test_heldout_set_is_solved_by_its_gold_and_the_oracle():
         assert [c.to_dict() for c, _ in steps] + [final.to_dict()] == task["gold_actions"], task["id"]
         assert final.outputs == task["outputs"]
         assert run_episode(None, task, GenerationConfig(), generate_fn=OracleModel(task)).success
+
+
+def test_heldout_document_set_is_committed_balanced_and_solvable():
+    from engine.world.tasks import DOC_INTENTS, HELDOUT_DOCS_PATH, make_heldout_documents
+
+    docs = load_heldout_tasks(HELDOUT_DOCS_PATH)
+    assert docs == json.loads(json.dumps(make_heldout_documents()))          # the file is what the code makes
+    assert Counter(t["intent"] for t in docs) == {intent: 5 for intent in DOC_INTENTS}
+    for task in docs:
+        assert task["split"] == "heldout"
+        assert run_episode(None, task, GenerationConfig(), generate_fn=lambda _m, t=task: t["gold_output"]).success
