@@ -111,13 +111,13 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
     """Greedy agent episodes on the first held-out benchmark tasks; {} when the agent loop is absent."""
     try:
         from engine.agent import run_episode
-        from engine.backends.sprout import SproutBackend
+        from engine.backends.sprout import SproutARBackend, SproutBackend
         from engine.world.tasks import load_heldout_tasks
     except ImportError:
         return {}
     from engine.trace import GenerationConfig
     model.eval()
-    backend = SproutBackend(model, tokenizer, name=f"sprout-{twin}")
+    backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
     cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.9)
     tasks = load_heldout_tasks()[:n_tasks]
     wins, nfe = 0, 0
@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=None, help="stop after this much wall time")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
+    p.add_argument("--eval-every", type=int, default=None, help="steps between held-out evaluations")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
@@ -149,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     hp = dict(TRAIN_PRESETS[args.preset])
     if args.lr:
         hp["lr"] = args.lr
-    if args.max_steps:
-        hp["max_steps"] = args.max_steps
+    for key in ("max_steps", "warmup", "eval_every"):
+        if getattr(args, key) is not None:
+            hp[key] = getattr(args, key)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

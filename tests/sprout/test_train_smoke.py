@@ -32,3 +32,22 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     assert AutoModel.from_pretrained(bd).config.causal is False
     # the adapted twin keeps the AR twin's tokenizer
     assert (bd / "tokenizer.json").read_text() == (ar / "tokenizer.json").read_text()
+
+
+def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
+    """The AR twin is evaluated autoregressively, the BD twin by block diffusion."""
+    import engine.agent
+    from engine.backends.sprout import SproutARBackend, SproutBackend
+    from engine.sprout.train import agent_eval
+    from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+
+    seen = []
+
+    class Done:
+        success, nfe = True, 1
+
+    monkeypatch.setattr(engine.agent, "run_episode", lambda backend, task, cfg: seen.append(type(backend)) or Done())
+    for twin, cls in (("ar", SproutARBackend), ("bd", SproutBackend)):
+        seen.clear()
+        report = agent_eval(tiny_sprout(causal=twin == "ar"), tiny_tokenizer(), twin, 2)
+        assert seen == [cls, cls] and report["agent_success"] == 1.0
