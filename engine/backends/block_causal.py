@@ -36,13 +36,11 @@ from engine.backends.hf_common import (
     as_batch,
     cache_length,
     call_model,
-    context_length,
     format_mask,
     model_dtype,
     new_cache,
     restore_cache,
     snapshot_if_needed,
-    special_ids,
 )
 
 MASK_STYLES = ("additive", "bool", "block_size")
@@ -62,19 +60,10 @@ class BlockCausalBackend(HFTextMixin):
             raise BackendError(f"Unknown mask style {mask_style!r} for '{name}'; use one of {', '.join(MASK_STYLES)}.")
         if mask_style == "block_size" and not use_cache:
             raise BackendError(f"Model '{name}' builds its own block mask, so it cannot run without a cache.")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.name = name
-        self.device = device
-        self.mask_id = int(mask_id)
-        self.logit_shift = bool(logit_shift)
+        self._init_diffusion(model, tokenizer, name, device, mask_id, logit_shift, max_length)
         self.mask_style = mask_style
         self.store_flag = store_flag
         self.use_cache = use_cache
-        self.eos_ids, self.pad_id = special_ids(tokenizer, model)
-        if self.pad_id == self.mask_id:  # pad must differ from mask
-            self.pad_id = min(self.eos_ids) if self.eos_ids else None
-        self.max_length = int(max_length or context_length(model, tokenizer))
         self._dtype = model_dtype(model)
         self.cache: Any = None
         self._ids: torch.Tensor | None = None           # (1, C) prompt + committed blocks

@@ -17,10 +17,8 @@ from engine.backends.hf_common import (
     HFTextMixin,
     as_batch,
     call_model,
-    context_length,
     format_mask,
     model_dtype,
-    special_ids,
 )
 
 # How the all-true attention mask is handed to the model: not at all (the model is
@@ -39,17 +37,8 @@ class FullAttentionBackend(HFTextMixin):
     ) -> None:
         if attention not in ATTENTION_MODES:
             raise BackendError(f"Unknown attention mode {attention!r} for '{name}'; use none, 'bool' or 'additive'.")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.name = name
-        self.device = device
-        self.mask_id = int(mask_id)
-        self.logit_shift = bool(logit_shift)
+        self._init_diffusion(model, tokenizer, name, device, mask_id, logit_shift, max_length)
         self.attention = attention
-        self.eos_ids, self.pad_id = special_ids(tokenizer, model)
-        if self.pad_id == self.mask_id:  # pad must differ from mask, or padding reads as "undecided"
-            self.pad_id = min(self.eos_ids) if self.eos_ids else None
-        self.max_length = int(max_length or context_length(model, tokenizer))
         self._prompt: torch.Tensor | None = None   # (1, P)
 
     # -- protocol ---------------------------------------------------------------------------

@@ -148,6 +148,16 @@ class HFTextMixin:
     tokenizer: Any
     mask_id: int | None = None
 
+    def _init_diffusion(self, model: Any, tokenizer: Any, name: str, device: torch.device, mask_id: int,
+                        logit_shift: bool, max_length: int | None) -> None:
+        """The attributes every transformers diffusion backend shares."""
+        self.model, self.tokenizer, self.name, self.device = model, tokenizer, name, device
+        self.mask_id, self.logit_shift = int(mask_id), bool(logit_shift)
+        self.eos_ids, self.pad_id = special_ids(tokenizer, model)
+        if self.pad_id == self.mask_id:  # pad must differ from mask, or padding reads as "undecided"
+            self.pad_id = min(self.eos_ids) if self.eos_ids else None
+        self.max_length = int(max_length or context_length(model, tokenizer))
+
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         """Prompt ids ending where the assistant speaks: the chat template when the tokenizer
         has one, else plain `role: content` lines."""
