@@ -82,7 +82,8 @@ def gated_delta_rule_ref(q, k, v, g, beta, scale=None, initial_state=None):
 
 
 def chunk_gated_delta_rule(
-    q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, output_chunk_states=False
+    q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, output_chunk_states=False,
+    output_chunk_values=False,
 ):
     """Chunked (WY / UT transform) form of the gated delta rule; plain torch, differentiable by autograd.
 
@@ -104,6 +105,12 @@ def chunk_gated_delta_rule(
 
     Returns (o (B, T, H, V) in q's dtype, final_state (B, H, K, V) float32), plus, when
     output_chunk_states, chunk_states (B, N, H, K, V) float32 = the state BEFORE each chunk, N = ceil(T / C).
+    With output_chunk_values (implies chunk_states) also V' (B, T, H, V) and Gamma (B, T, H), float32:
+    the state after the first r tokens of chunk n is then, without running the recurrence,
+
+        S_(n, r) = e^{Gamma_r} S_n + sum_{s <= r} e^{Gamma_r - Gamma_s} k_s v'_s^T
+
+    which is how block diffusion reads the state at a block start inside a chunk.
     """
     _check_shapes(q, k, v, g, beta, initial_state)
     B, T, H, K = q.shape
@@ -155,6 +162,8 @@ def chunk_gated_delta_rule(
         S = decay_n * S + k_end_n @ v_news[-1]
     if N == 0:
         o = torch.zeros(B, 0, H, V, dtype=out_dtype, device=q.device)
+        if output_chunk_values:
+            return o, S, S.new_zeros(B, 0, H, K, V), S.new_zeros(B, 0, H, V), S.new_zeros(B, 0, H)
         return (o, S, S.new_zeros(B, 0, H, K, V)) if output_chunk_states else (o, S)
     states_before = torch.stack(states)  # (N, B, H, K, V)
 
@@ -162,9 +171,13 @@ def chunk_gated_delta_rule(
     attn = (q @ k.transpose(-1, -2)) * (decay_causal * scale)  # (N, B, H, C, C)
     o = q_decayed @ states_before + attn @ torch.stack(v_news)  # (N, B, H, C, V)
     o = o.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T].to(out_dtype)  # (B, T, H, V)
-    if not output_chunk_states:
+    if not (output_chunk_states or output_chunk_values):
         return o, S
-    return o, S, states_before.transpose(0, 1)  # (B, N, H, K, V)
+    if not output_chunk_values:
+        return o, S, states_before.transpose(0, 1)  # (B, N, H, K, V)
+    v_new = torch.stack(v_news).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
+    gamma_t = gamma.permute(1, 0, 3, 2).reshape(B, N * C, H)[:, :T]
+    return o, S, states_before.transpose(0, 1), v_new, gamma_t
 
 
 def _triton_usable(tensors, initial_state):

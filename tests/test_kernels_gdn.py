@@ -73,6 +73,24 @@ def test_chunked_matches_reference(T, chunk_size, with_state, decay):
     torch.testing.assert_close(chunk_states, want_states, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("T, chunk_size", [(21, 4), (21, 8), (32, 16)], ids=["T21-C4", "T21-C8", "T32-C16"])
+def test_chunk_values_give_the_state_after_every_prefix(T, chunk_size):
+    """S after token t, rebuilt from the chunk start state, V' and Gamma, equals the recurrence's."""
+    q, k, v, g, beta, state = make_inputs(T=T, K=16, V=32)
+    _, _, chunk_states, v_new, gamma = chunk_gated_delta_rule(
+        q, k, v, g, beta, initial_state=state, chunk_size=chunk_size, output_chunk_values=True)
+    assert v_new.shape == (2, T, 2, 32) and gamma.shape == (2, T, 2)
+    for t in range(T):
+        n, r = divmod(t, chunk_size)                   # token t is the (r+1)-th of chunk n
+        s = slice(n * chunk_size, t + 1)
+        _, want = gated_delta_rule_ref(q[:, :t + 1], k[:, :t + 1], v[:, :t + 1], g[:, :t + 1], beta[:, :t + 1],
+                                       initial_state=state)
+        decay = (gamma[:, t, None] - gamma[:, s]).exp()                             # (B, r+1, H)
+        got = gamma[:, t].exp()[..., None, None] * chunk_states[:, n] + torch.einsum(
+            "bsh,bshk,bshv->bhkv", decay, k[:, s], v_new[:, s])
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("T, chunk_size", [(16, 4), (21, 8), (21, 16)], ids=["T16-C4", "T21-C8-ragged", "T21-C16"])
 def test_chunked_gradients_match_reference(T, chunk_size):
     inputs = make_inputs(T=T, requires_grad=True)

@@ -23,9 +23,12 @@ class SproutConfig(PreTrainedConfig):
     rms_norm_eps: float = 1e-6
     initializer_range: float = 0.02
     causal: bool = False                  # True: the AR twin (next-token); False: block diffusion
+    # BD: a block's token i is read from position i-1 (the first from the clean stream's last
+    # position), as Dream and Fast-dLLM v2 do, so AR weights fit the diffusion objective at once
+    logit_shift: bool = False
     block_sizes: list[int] | tuple[int, ...] = (4, 8, 16)   # drawn per batch in BD training
-    noise_low: float = 0.3                # clipped schedule t ~ U[noise_low, noise_high]
-    noise_high: float = 0.8
+    noise_low: float = 0.5                # per-block t ~ U[noise_low, noise_high]; the high end must be 1
+    noise_high: float = 1.0               # (decoding starts from an all-mask block); see data.bd_batch
     mask_token_id: int | None = None
     pad_token_id: int | None = None
     eos_token_id: int | None = None

@@ -6,6 +6,13 @@ from length-sorted buckets under a token budget, so padding costs little.
 BD batches follow BD3-LM with one change that makes inference and training see the same
 thing: noisy blocks start where an assistant turn starts (not on a fixed grid), and the last
 block of a turn is filled with <|eos|>, exactly as the sampler will meet it.
+
+The noise range must reach t = 1: every block is decoded starting from all masks, so a
+schedule clipped below 1 never shows the model the state its first denoise step sees.
+With complementary pairs (as in Fast-dLLM v2) each block appears twice, masked by m and by
+not-m, so every answer token is a target once per pair (arguments included) and t ~ U[0.5, 1]
+on the first copy covers [0, 0.5] on the second. The clean stream is shared by both copies,
+so the pair costs far less than two batches.
 """
 
 from __future__ import annotations
@@ -75,13 +82,16 @@ class BDBatch:
     noisy: torch.Tensor       # (B, NB, C) blocks with masks applied
     starts: torch.Tensor      # (B, NB) position of each block's first token
     targets: torch.Tensor     # (B, NB, C) true ids where masked, else -100
-    weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight)
+    weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight); 1 for pairs
     n_tokens: int             # target positions in real blocks (the loss denominator)
 
 
 def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], noise: tuple[float, float],
-             gen: torch.Generator) -> BDBatch:
-    """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise]."""
+             gen: torch.Generator, complementary: bool = False) -> BDBatch:
+    """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise].
+    complementary: append each block's twin masked where the first is not (blocks j and
+    j + NB/2 of a row are a pair); the loss is then the plain mean over all block tokens, since
+    1/t would explode on the lightly masked twin and every token already counts once."""
     C, eos, mask = block_size, ids["eos"], ids["mask"]
     clean = pad_ids(examples, ids["pad"])
     per_row = []
@@ -107,8 +117,13 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
     none = ~masked.any(-1)
     pick = torch.randint(0, C, (B, NB), generator=gen)
     masked[none, pick[none]] = True
+    weights = (1.0 / t).expand(B, NB, C)
+    n_tokens = int(real.sum().item()) * C          # a pair predicts each of these once
+    if complementary:
+        truth, starts, real = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2)
+        masked = torch.cat([masked, ~masked], dim=1)
+        weights = torch.ones(B, 2 * NB, C)
     masked &= real[..., None]
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))
-    weights = (1.0 / t).expand(B, NB, C)
-    return BDBatch(clean, noisy, starts, targets, weights, int(real.sum().item()) * C)
+    return BDBatch(clean, noisy, starts, targets, weights, n_tokens)

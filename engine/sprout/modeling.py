@@ -9,6 +9,9 @@ One backbone, two streams:
   G layers: a softmax over the block's own keys plus ONE history slot whose value is the
   read-out S_p^T q_i of the clean state before the block, and whose logit is
   bias_h + lambda_h * log(C) (the learnable block-size calibration). Denoise never writes S.
+- logit_shift (for a twin adapted from AR weights): the logits for block token i come from
+  noisy position i-1, and for i = 0 from the clean stream's last position (its next-token
+  logits), so every prediction is made where the AR twin made it.
 
 The same `_noisy` code serves training (many blocks per sequence, vectorised) and inference
 (one block against the cache), so "training logits == prefill + denoise" is a real check.
@@ -25,7 +28,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedModel
 
 from kernels.block_softmax import block_softmax_with_history
-from kernels.gated_delta import gated_delta_rule, gated_delta_step
+from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule, gated_delta_step
 
 from .config import SproutConfig
 
@@ -67,8 +70,9 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
 class Context:
     """What the noisy stream reads of the clean stream, per layer, for NB blocks per row.
     A layers: keys/values (B, H, T, D) and `allowed` (B, NB, T) = clean position < block start.
-    G layers: `state` (B, NB, H, K, V) before the block and `tail` (B, NB, conv-1, ch),
-    the last pre-conv projections before the block."""
+    G layers: what it takes to read the clean state S_p before each block (see `history_context`;
+    at inference just `state` (B, 1, H, K, V)) and `tail` (B, NB, conv-1, ch), the last pre-conv
+    projections before the block."""
 
     layers: list[dict] = field(default_factory=list)
 
@@ -155,29 +159,50 @@ class GatedDeltaLayer(nn.Module):
         return like.new_zeros(*lead, self.conv.shape[1] - 1, self.conv.shape[0])
 
     def clean(self, x: torch.Tensor, cache: dict | None, keep_features: bool = False):
-        """x (B, n, d). Causal gated delta rule from the cached state (zeros if none)."""
+        """x (B, n, d). Causal gated delta rule from the cached state (zeros if none).
+        keep_features (the BD training pass): also keep what `history_context` needs to read
+        the state before any position: chunk start states, V', the in-chunk decays and k."""
         B, n, _ = x.shape
         tail = cache["tail"] if cache else self.empty_tail((B,), x)
         state = cache["state"] if cache else None
         mix, q, k, v, g, beta = self._features(x, tail)
-        if n == 1 and state is not None:
-            o, new_state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state)
-            o, chunk_states = o[:, None], None
-        else:
-            o, new_state, chunk_states = gated_delta_rule(
-                q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK, output_chunk_states=True)
-        new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
-        new_cache = {"state": new_state, "tail": new_tail}
+        extra = {}
         if keep_features:
-            new_cache.update(mix=mix, k=k, v=v, g=g, beta=beta, chunk_states=chunk_states)
-        return self._output(o, x), new_cache
+            o, new_state, chunk_states, v_new, gamma = chunk_gated_delta_rule(
+                q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK, output_chunk_values=True)
+            extra = {"mix": mix, "k": k, "chunk_states": chunk_states, "v_new": v_new, "gamma": gamma}
+        elif n == 1 and state is not None:
+            o, new_state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state)
+            o = o[:, None]
+        else:
+            o, new_state = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK)
+        new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
+        return self._output(o, x), {"state": new_state, "tail": new_tail, **extra}
+
+    def _history(self, q: torch.Tensor, ctx: dict) -> torch.Tensor:
+        """S_p^T q for every query of every block: q (B, NB, C, H, K) -> (B, NB, C, H, V).
+        ctx["state"] is (B, U, H, K, V) with NB a multiple of U: block j reads state j mod U
+        (complementary pairs share a start, so their states are gathered once). In training the
+        state is the one at the start of p's chunk, brought forward over the chunk's first r
+        tokens with the chunked form's V' (kernels.gated_delta):
+            S_p^T q = e^{G_r} S_n^T q + sum_{s < r} e^{G_r - G_s} (k_s . q) v'_s"""
+        S = ctx["state"]
+        B, U = S.shape[:2]
+        _, NB, C, H, K = q.shape
+        qg = q.reshape(B, NB // U, U, C, H, K)
+        out = torch.einsum("buhkv,bguchk->bguchv", S, qg)
+        if "decay" in ctx:
+            out = out * ctx["decay"][:, None, :, None, :, None]
+            scores = torch.einsum("bulhk,bguchk->bguchl", ctx["keys"], qg) * ctx["weights"][:, None, :, None]
+            out = out + torch.einsum("bguchl,bulhv->bguchv", scores, ctx["values"])
+        return out.reshape(B, NB, C, H, -1)
 
     def noisy(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
         """x (B, NB, C, d) noisy blocks; ctx state (B, NB, H, K, V), tail (B, NB, conv-1, ch)."""
         B, NB, C, _ = x.shape
         _, q, k, v, _, _ = self._features(x, ctx["tail"])          # (B, NB, C, H, K)
         scale = self.d**-0.5
-        history = scale * torch.einsum("bnhkv,bnchk->bnchv", ctx["state"], q)   # read-out S_p^T q_i
+        history = scale * self._history(q, ctx)                      # read-out S_p^T q_i
         flat = lambda t: t.reshape(B * NB, C, self.h, -1).transpose(1, 2)       # noqa: E731 (B*NB, H, C, D)
         q_scaled = q * self.block_logit_scale.exp()[:, None]
         hist_logit = (self.hist_bias + self.hist_lambda * math.log(C)).view(1, self.h, 1)
@@ -186,28 +211,40 @@ class GatedDeltaLayer(nn.Module):
         return self._output(o, x)
 
 
-def advance_states(feats: dict, starts: torch.Tensor) -> torch.Tensor:
-    """Clean GDN state before each block start p (B, NB) -> (B, NB, H, K, V).
-    Take the state before p's chunk, then apply the r = p mod chunk remaining steps."""
-    chunk_states = feats["chunk_states"]                          # (B, N, H, K, V) before each chunk
-    all_states = torch.cat([chunk_states, feats["state"][:, None]], dim=1)
-    B, NB = starts.shape
-    T = feats["k"].shape[1]
+def history_context(feats: dict, starts: torch.Tensor) -> dict:
+    """What a G layer needs to read the clean state S_p before each block start p (B, U):
+    the state before p's chunk n = p // L, and the chunk's first r = p mod L tokens (keys, V',
+    decay weights e^{G_r - G_s}, zero for s >= r), with the total decay e^{G_r} of those r."""
+    chunk_states, k, v_new, gamma = feats["chunk_states"], feats["k"], feats["v_new"], feats["gamma"]
+    all_states = torch.cat([chunk_states, feats["state"][:, None]], dim=1)   # p == T reads the final state
+    B, U = starts.shape
+    T = k.shape[1]
     n = torch.div(starts, GDN_CHUNK, rounding_mode="floor").clamp(max=all_states.shape[1] - 1)
-    r = starts - n * GDN_CHUNK
-    idx = n.view(B, NB, 1, 1, 1).expand(-1, -1, *all_states.shape[2:])
-    S = torch.gather(all_states, 1, idx)
-    take = lambda t, pos: torch.gather(t, 1, pos.view(B, NB, *([1] * (t.dim() - 2))).expand(  # noqa: E731
-        -1, -1, *t.shape[2:]))
-    for s in range(int(r.max().item()) if r.numel() else 0):
-        pos = (n * GDN_CHUNK + s).clamp(max=T - 1)
-        k, v, g, beta = (take(feats[name], pos) for name in ("k", "v", "g", "beta"))
-        _, S_next = gated_delta_step(
-            k.new_zeros(k.shape).flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1),
-            g.flatten(0, 1), beta.flatten(0, 1), S.flatten(0, 1))
-        active = (s < r).view(B, NB, 1, 1, 1)
-        S = torch.where(active, S_next.view(S.shape), S)
-    return S
+    r = starts - n * GDN_CHUNK                                                # (B, U)
+    state = torch.gather(all_states, 1, n.view(B, U, 1, 1, 1).expand(-1, -1, *all_states.shape[2:]))
+
+    def at(t: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:   # t (B, T, ...), pos (B, U, m) -> (B, U, m, ...)
+        got = torch.gather(t, 1, pos.clamp(0, T - 1).view(B, -1, *([1] * (t.dim() - 2))).expand(
+            -1, -1, *t.shape[2:]))
+        return got.view(B, U, pos.shape[-1], *t.shape[2:])
+
+    offsets = torch.arange(GDN_CHUNK, device=starts.device)
+    prefix = (n * GDN_CHUNK)[..., None] + offsets                             # (B, U, L)
+    g_last = at(gamma, (starts - 1)[..., None])[:, :, 0]                      # G_r, (B, U, H)
+    inside = (offsets < r[..., None])[..., None]                              # (B, U, L, 1)
+    has_prefix = (r > 0)[..., None]
+    # mask before exp: outside the prefix the difference may be positive and overflow
+    diff = (g_last[:, :, None] - at(gamma, prefix)).masked_fill(~inside, float("-inf"))
+    return {"state": state, "decay": torch.where(has_prefix, g_last.exp(), torch.ones_like(g_last)),
+            "keys": at(k, prefix), "values": at(v_new, prefix),
+            "weights": diff.exp().permute(0, 1, 3, 2)}                       # (B, U, H, L)
+
+
+def repeat_period(starts: torch.Tensor) -> int:
+    """U such that the blocks repeat with period U along dim 1 (complementary pairs: NB/2)."""
+    NB = starts.shape[1]
+    half = NB // 2
+    return half if NB % 2 == 0 and half and torch.equal(starts[:, :half], starts[:, half:]) else NB
 
 
 def gather_tails(mix: torch.Tensor, starts: torch.Tensor, width: int) -> torch.Tensor:
@@ -290,7 +327,12 @@ class SproutModel(PreTrainedModel):
     def bd_logits(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
         """The vectorised BD training pass. clean_ids (B, T); noisy_ids (B, NB, C) with block j
         at positions starts[:, j] + [0, C). Returns noisy logits (B, NB, C, V)."""
-        _, cache = self.clean(clean_ids, keep_features=True)
+        return self.bd_forward(clean_ids, noisy_ids, starts)[0]
+
+    def bd_forward(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
+        """bd_logits plus the clean stream's hidden states (B, T, d), which are the AR twin's
+        pass over the same ids (so a next-token loss on them costs only the output head)."""
+        clean_h, cache = self.clean(clean_ids, keep_features=True)
         T = clean_ids.shape[1]
         ctx = Context()
         for mixer, c in zip(self.mixers, cache):
@@ -298,21 +340,29 @@ class SproutModel(PreTrainedModel):
                 allowed = torch.arange(T, device=starts.device) < starts[..., None]   # (B, NB, T)
                 ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": allowed})
             else:
-                ctx.layers.append({"state": advance_states(c, starts),
+                ctx.layers.append({**history_context(c, starts[:, :repeat_period(starts)]),
                                    "tail": gather_tails(c["mix"], starts, mixer.conv.shape[1] - 1)})
-        return self._noisy(noisy_ids, starts, ctx)
+        logits = self._noisy(noisy_ids, starts, ctx)
+        if self.config.logit_shift:
+            before = torch.gather(clean_h, 1, (starts - 1).clamp(min=0)[..., None].expand(-1, -1, clean_h.shape[-1]))
+            logits = shift_block_logits(self.logits(before), logits)   # (B, NB, V) first tokens
+        return logits, clean_h
 
     # ---- inference: prefill / denoise / commit ------------------------------------------
     def prefill(self, ids: torch.Tensor):
         """ids (B, P) -> (cache, logits of the last position (B, V))."""
         h, cache = self.clean(ids)
-        return cache, self.logits(h[:, -1])
+        last = self.logits(h[:, -1])
+        cache[-1]["next_logits"] = last      # a shifted block's first token reads these
+        return cache, last
 
     def commit(self, ids: torch.Tensor, cache: list):
         """Append finished tokens (B, n) -> (new cache, logits (B, n, V)). The cache passed in
         is not modified (a new one is returned), so callers may keep it."""
         h, new_cache = self.clean(ids, cache)
-        return new_cache, self.logits(h)
+        logits = self.logits(h)
+        new_cache[-1]["next_logits"] = logits[:, -1]
+        return new_cache, logits
 
     def denoise(self, block_ids: torch.Tensor, cache: list) -> torch.Tensor:
         """Logits (B, C, V) for a noisy block right after the cached context. Reads only."""
@@ -326,7 +376,16 @@ class SproutModel(PreTrainedModel):
             else:
                 ctx.layers.append({"state": c["state"][:, None], "tail": c["tail"][:, None]})
         starts = torch.full((B, 1), T, dtype=torch.long, device=block_ids.device)
-        return self._noisy(block_ids[:, None], starts, ctx)[:, 0]
+        logits = self._noisy(block_ids[:, None], starts, ctx)
+        if self.config.logit_shift:
+            logits = shift_block_logits(cache[-1]["next_logits"][:, None], logits)
+        return logits[:, 0]
+
+
+def shift_block_logits(first: torch.Tensor, noisy: torch.Tensor) -> torch.Tensor:
+    """first (B, NB, V) for each block's token 0; noisy (B, NB, C, V) position outputs.
+    Token i >= 1 takes the output of position i-1; the last position's output is not used."""
+    return torch.cat([first[:, :, None], noisy[:, :, :-1]], dim=2)
 
 
 def cache_length(cache: list | None) -> int:

@@ -85,13 +85,22 @@ def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int]) -> tu
 
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
-            gen: torch.Generator) -> tuple[torch.Tensor, int]:
+            gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0) -> tuple[torch.Tensor, int]:
+    """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
+    loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
+    adaptation keeps and sharpens what the AR twin knows about copying from the prompt."""
     cfg = model.config
-    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen)
-    logits = model.bd_logits(b.clean, b.noisy, b.starts)                  # (B, NB, C, V)
+    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary)
+    logits, clean_h = model.bd_forward(b.clean, b.noisy, b.starts)        # (B, NB, C, V), (B, T, d)
     ce = F.cross_entropy(logits.flatten(0, 2), b.targets.flatten(), ignore_index=-100, reduction="none")
-    # ELBO of masked diffusion: CE on masked tokens weighted 1/t, averaged over block tokens
-    return (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1), int((b.targets != -100).sum())
+    # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
+    # averaged over block tokens
+    loss = (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1)
+    if ar_weight:
+        _, ar_targets = ar_batch(batch, ids["pad"])
+        loss = loss + ar_weight * F.cross_entropy(model.logits(clean_h).flatten(0, 1), ar_targets.flatten(),
+                                                  ignore_index=-100)
+    return loss, int((b.targets != -100).sum())
 
 
 @torch.no_grad()
@@ -142,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
     p.add_argument("--eval-every", type=int, default=None, help="steps between held-out evaluations")
+    p.add_argument("--noise", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="BD: per-block mask rate t ~ U[LO, HI] (default: the config's, 0.5 1.0)")
+    p.add_argument("--complementary", action=argparse.BooleanOptionalAction, default=True,
+                   help="BD: each block twice, with complementary masks (default on)")
+    p.add_argument("--ar-weight", type=float, default=0.5,
+                   help="BD: weight of the clean stream's next-token loss (0 = diffusion loss only)")
+    p.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
+                   help="BD: read token i from position i-1, as the AR weights do (default on)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
@@ -182,7 +199,16 @@ def main(argv: list[str] | None = None) -> int:
         model = SproutModel(preset_config(
             args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
             eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
+    if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
+        model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
+                                                                         SproutConfig.noise_high)
+        model.config.logit_shift = args.logit_shift
     assert isinstance(model.config, SproutConfig)
+    recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
+              "init_from": args.init_from}
+    if args.twin == "bd":
+        recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
+                      complementary=args.complementary, ar_weight=args.ar_weight)
     opt = torch.optim.AdamW(model.parameters(), lr=hp["lr"], betas=(0.9, 0.95), weight_decay=0.1)
     state_path = run_dir / "state.pt"
     step, best, tokens_seen, seconds_before = 0, None, 0, 0.0
@@ -226,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             best = list(score)
             save_model_folder(model, tokenizer, out, {
                 "twin": args.twin, "preset": args.preset, "step": step, "tokens_seen": tokens_seen,
-                "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **rec})
+                "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **recipe, **rec})
         rec["saved"] = improved
         log(rec)
         return rec
@@ -253,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
                                                                    generator=gen))]
-                loss, n = loss_bd(model, batch, ids, block, gen)
+                loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

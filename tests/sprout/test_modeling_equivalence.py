@@ -10,10 +10,10 @@ from engine.sprout.modeling import SproutModel
 VOCAB = 50
 
 
-def tiny_model(pattern: str = "GAGA", seed: int = 0) -> SproutModel:
+def tiny_model(pattern: str = "GAGA", seed: int = 0, logit_shift: bool = False) -> SproutModel:
     torch.manual_seed(seed)
     cfg = preset_config("smoke", vocab_size=VOCAB, layer_pattern=pattern, mask_token_id=1, eos_token_id=2,
-                        pad_token_id=0)
+                        pad_token_id=0, logit_shift=logit_shift)
     model = SproutModel(cfg).eval()
     with torch.no_grad():   # non-trivial calibration and decay so the test can catch misuse
         for p in model.parameters():
@@ -21,10 +21,11 @@ def tiny_model(pattern: str = "GAGA", seed: int = 0) -> SproutModel:
     return model
 
 
+@pytest.mark.parametrize("shift", [False, True], ids=["no-shift", "logit-shift"])
 @pytest.mark.parametrize("pattern", ["GA", "GGAG", "AG"])
 @pytest.mark.parametrize("block", [4, 8, 16])
-def test_bd_training_pass_equals_prefill_then_denoise(pattern, block):
-    model = tiny_model(pattern)
+def test_bd_training_pass_equals_prefill_then_denoise(pattern, block, shift):
+    model = tiny_model(pattern, logit_shift=shift)
     gen = torch.Generator().manual_seed(block)
     T = 45
     clean = torch.randint(3, VOCAB, (2, T), generator=gen)
@@ -41,6 +42,35 @@ def test_bd_training_pass_equals_prefill_then_denoise(pattern, block):
                 cache, _ = model.prefill(clean[b:b + 1, :p])
                 seq_logits = model.denoise(noisy[b:b + 1, j], cache)[0]
                 torch.testing.assert_close(train_logits[b, j], seq_logits, atol=1e-5, rtol=1e-5)
+
+
+def test_logit_shift_reads_the_first_token_from_the_clean_stream():
+    """With the shift, a block's token 0 gets the AR next-token logits of the context, and
+    token i the noisy output of position i-1 (so the last position's output is unused)."""
+    plain, shifted = tiny_model("GA"), tiny_model("GA", logit_shift=True)
+    gen = torch.Generator().manual_seed(5)
+    clean = torch.randint(3, VOCAB, (1, 30), generator=gen)
+    starts = torch.tensor([[9, 21]])
+    noisy = torch.randint(1, VOCAB, (1, 2, 4), generator=gen)
+    with torch.no_grad():
+        a, b = plain.bd_logits(clean, noisy, starts), shifted.bd_logits(clean, noisy, starts)
+        ar = shifted(clean)                                                 # causal logits (1, T, V)
+    torch.testing.assert_close(b[0, :, 0], ar[0, starts[0] - 1], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(b[:, :, 1:], a[:, :, :-1], atol=1e-6, rtol=1e-6)
+
+
+def test_complementary_pairs_share_states_but_not_logits():
+    """Blocks repeated with the same starts (the pair layout) read each state once; each copy's
+    logits equal those of the same blocks run alone."""
+    model = tiny_model("GAGA")
+    gen = torch.Generator().manual_seed(3)
+    clean = torch.randint(3, VOCAB, (2, 40), generator=gen)
+    starts = torch.tensor([[3, 11, 20], [6, 16, 30]])
+    first, second = (torch.randint(1, VOCAB, (2, 3, 8), generator=gen) for _ in range(2))
+    with torch.no_grad():
+        paired = model.bd_logits(clean, torch.cat([first, second], 1), torch.cat([starts, starts], 1))
+        torch.testing.assert_close(paired[:, :3], model.bd_logits(clean, first, starts), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(paired[:, 3:], model.bd_logits(clean, second, starts), atol=1e-5, rtol=1e-5)
 
 
 def test_denoise_leaves_cache_untouched_and_commit_extends_it():

@@ -71,3 +71,34 @@ def test_buckets_respect_the_token_budget_and_keep_every_example():
     assert sum(len(b) for b in batches) == len(exs)
     for b in batches:
         assert len(b) == 1 or max(len(e.ids) for e in b) * len(b) <= 1024
+
+
+def test_complementary_pairs_make_every_block_token_a_target_exactly_once():
+    tok = tiny_tokenizer()
+    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
+           "mask": tok.convert_tokens_to_ids(MASK)}
+    exs = encode_texts(list(corpus_texts()[:6]), tok)
+    single = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0))
+    pair = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), complementary=True)
+    NB = single.noisy.shape[1]
+    assert pair.noisy.shape[1] == 2 * NB
+    assert torch.equal(pair.starts, single.starts.repeat(1, 2))
+    first, second = pair.targets[:, :NB] != -100, pair.targets[:, NB:] != -100
+    real = (single.targets != -100).any(-1)                       # blocks that belong to a turn
+    assert torch.equal(first | second, real[..., None].expand_as(first))
+    assert not (first & second).any()
+    assert int(first.sum() + second.sum()) == pair.n_tokens == single.n_tokens
+    assert (pair.weights == 1).all()
+
+
+def test_noise_reaching_one_masks_whole_blocks_as_decoding_starts():
+    """The sampler meets all-mask blocks first; t ~ U[0.5, 1] must produce them for blocks of 4."""
+    tok = tiny_tokenizer()
+    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
+           "mask": tok.convert_tokens_to_ids(MASK)}
+    exs = encode_texts(list(corpus_texts()[:6]), tok)
+    full = 0
+    for seed in range(20):
+        b = bd_batch(exs, 4, ids, (0.5, 1.0), torch.Generator().manual_seed(seed))
+        full += int(((b.targets != -100).all(-1)).sum())
+    assert full > 0

@@ -51,3 +51,26 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
         seen.clear()
         report = agent_eval(tiny_sprout(causal=twin == "ar"), tiny_tokenizer(), twin, 2)
         assert seen == [cls, cls] and report["agent_success"] == 1.0
+
+
+def test_bd_loss_adds_the_clean_streams_next_token_loss():
+    """loss_bd(ar_weight=w) - loss_bd(ar_weight=0) == w * the AR twin's loss on the same ids."""
+    import torch
+
+    from engine.sprout.data import encode_texts
+    from engine.sprout.tokenizer import EOS, MASK, PAD
+    from engine.sprout.train import loss_ar, loss_bd
+    from tests.sprout.helpers import corpus_texts, tiny_sprout, tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
+           "mask": tok.convert_tokens_to_ids(MASK)}
+    model = tiny_sprout(causal=False)
+    batch = encode_texts(list(corpus_texts()[:3]), tok)
+    with torch.no_grad():
+        plain, _ = loss_bd(model, batch, ids, 8, torch.Generator().manual_seed(1), complementary=True)
+        mixed, _ = loss_bd(model, batch, ids, 8, torch.Generator().manual_seed(1), complementary=True,
+                           ar_weight=0.5)
+        ar, _ = loss_ar(model, batch, ids)
+    assert torch.allclose(mixed - plain, 0.5 * ar, atol=1e-5)
+    assert ar > 0
