@@ -135,11 +135,16 @@ class GatedDeltaLayer(nn.Module):
         self.hist_lambda = nn.Parameter(torch.ones(cfg.num_heads))
 
     def _conv(self, mix: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
-        """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU."""
+        """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU.
+        out_t = sum_j w_j * full_{t+j} over the width-4 window, written as shifted multiply-adds:
+        for these sizes that is several times faster on CPU than F.conv1d (the reference in the
+        tests), above all for the few-token inputs of decoding."""
         full = torch.cat([tail, mix], dim=-2)                     # (..., conv-1+n, ch)
-        lead, (length, ch) = full.shape[:-2], full.shape[-2:]
-        out = F.conv1d(full.reshape(-1, length, ch).transpose(1, 2), self.conv[:, None], groups=ch)  # (*, ch, n)
-        return F.silu(out.transpose(1, 2).reshape(*lead, -1, ch))
+        width, n = self.conv.shape[1], mix.shape[-2]
+        out = full[..., 0:n, :] * self.conv[:, 0]
+        for j in range(1, width):
+            out = out + full[..., j:j + n, :] * self.conv[:, j]
+        return F.silu(out)
 
     def _features(self, x: torch.Tensor, tail: torch.Tensor):
         mix = self.qkv(x)                                          # (..., n, 3*H*K) pre-conv

@@ -116,3 +116,16 @@ def test_history_calibration_changes_the_output():
         model.mixers[0].hist_lambda.add_(3.0)
         after = model.denoise(block, cache)
     assert (before - after).abs().max() > 1e-4
+
+
+def test_shifted_sum_conv_equals_the_conv1d_reference():
+    import torch.nn.functional as F
+
+    layer = tiny_model("G").mixers[0]
+    gen = torch.Generator().manual_seed(0)
+    ch, width = layer.conv.shape
+    mix, tail = torch.randn(2, 3, 7, ch, generator=gen), torch.randn(2, 3, width - 1, ch, generator=gen)
+    full = torch.cat([tail, mix], dim=-2).reshape(-1, 7 + width - 1, ch).transpose(1, 2)
+    want = F.silu(F.conv1d(full, layer.conv[:, None], groups=ch)).transpose(1, 2).reshape(2, 3, 7, ch)
+    with torch.no_grad():
+        torch.testing.assert_close(layer._conv(mix, tail), want, atol=1e-6, rtol=1e-5)
