@@ -69,7 +69,8 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
 @dataclass
 class Context:
     """What the noisy stream reads of the clean stream, per layer, for NB blocks per row.
-    A layers: keys/values (B, H, T, D) and `allowed` (B, NB, T) = clean position < block start.
+    A layers: keys/values (B, H, T, D) and `allowed` (B, NB, T) = clean position < block start
+    (None when decoding: one block right after the cache may see all of it).
     G layers: what it takes to read the clean state S_p before each block (see `history_context`;
     at inference just `state` (B, 1, H, K, V)) and `tail` (B, NB, conv-1, ch), the last pre-conv
     projections before the block."""
@@ -106,10 +107,12 @@ class AttentionLayer(nn.Module):
         B, NB, C, _ = x.shape
         q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in self._qkv(x, pos))
         keys, values = torch.cat([ctx["k"], k], 2), torch.cat([ctx["v"], v], 2)   # (B, H, T+NB*C, D)
-        to_clean = ctx["allowed"].repeat_interleave(C, dim=1)                       # (B, NB*C, T)
-        block_of = torch.arange(NB, device=x.device).repeat_interleave(C)
-        to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)       # same block only
-        mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                       # (B, 1, NB*C, T+NB*C)
+        mask = None                  # decoding: one block after the whole cache sees everything
+        if ctx["allowed"] is not None:
+            to_clean = ctx["allowed"].repeat_interleave(C, dim=1)                   # (B, NB*C, T)
+            block_of = torch.arange(NB, device=x.device).repeat_interleave(C)
+            to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)   # same block only
+            mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                   # (B, 1, NB*C, T+NB*C)
         o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         return self.out(o.transpose(1, 2).reshape(B, NB, C, -1))
 
@@ -376,8 +379,7 @@ class SproutModel(PreTrainedModel):
         ctx = Context()
         for mixer, c in zip(self.mixers, cache):
             if isinstance(mixer, AttentionLayer):
-                allowed = torch.ones(B, 1, T, dtype=torch.bool, device=block_ids.device)
-                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": allowed})
+                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": None})
             else:
                 ctx.layers.append({"state": c["state"][:, None], "tail": c["tail"][:, None]})
         starts = torch.full((B, 1), T, dtype=torch.long, device=block_ids.device)
