@@ -206,7 +206,7 @@ class GatedDeltaLayer(nn.Module):
         return out.reshape(B, NB, C, H, -1)
 
     def noisy(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
-        """x (B, NB, C, d) noisy blocks; ctx state (B, NB, H, K, V), tail (B, NB, conv-1, ch)."""
+        """x (B, NB, C, d) noisy blocks; ctx: the state read-out pieces (`_history`) and tail (B, NB, conv-1, ch)."""
         B, NB, C, _ = x.shape
         _, q, k, v, _, _ = self._features(x, ctx["tail"])          # (B, NB, C, H, K)
         scale = self.d**-0.5
