@@ -147,7 +147,8 @@ def _parser() -> argparse.ArgumentParser:
     agent = sub.add_parser("agent", help="success and speed on the held-out agent tasks")
     agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
     agent.add_argument("--baseline", help="model B, run interleaved with A")
-    agent.add_argument("--tasks", type=int, default=49, help="how many of the held-out tasks (default all 49)")
+    agent.add_argument("--tasks", type=int, default=None,
+                       help="how many of the tasks (default: all; the committed held-out set has 49)")
     agent.add_argument("--attempts", type=int, default=3)
     agent.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     agent.add_argument("--device", default="auto")
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                                   sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
                                   seed=args.seed)
         tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else load_heldout_tasks()
+        if args.tasks is None:
+            args.tasks = len(tasks)
         if not 1 <= args.tasks <= len(tasks):
             raise ValueError(f"--tasks must be between 1 and {len(tasks)}, got {args.tasks}.")
         backends = {args.model: load_model(args.model, args.device)}
