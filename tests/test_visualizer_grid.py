@@ -123,6 +123,20 @@ def test_confidence_sets_opacity_and_readout():
     assert "Tokens/s: <b>153.8</b>" in grid(stats=make_result().stats)
 
 
+def test_finished_readout_counts_answer_tokens_not_the_eos_fill():
+    """After an EOS the rest of the canvas is decided at once; tokens per forward in the finished
+    readout must agree with the result's stats (answer tokens / NFE), not decided cells / NFE."""
+    from dataclasses import replace
+
+    full = grid(upto=None)
+    cells_per_forward = re.search(r"Tokens per forward: <b>([0-9.]+)</b>", full).group(1)
+    nfe = make_frames()[-1].nfe
+    stats = replace(make_result().stats, new_tokens=3, tokens_per_forward=3 / nfe)   # an early EOS
+    html = grid(stats=stats)
+    assert f"Tokens per forward: <b>{3 / nfe:.2f}</b>" in html
+    assert f"Tokens per forward: <b>{cells_per_forward}</b>" not in html
+
+
 def test_single_frame_and_nan_confidence():
     frame = make_frames()[2]
     frame.committed = [(4, 14, float("nan"))]

@@ -96,6 +96,8 @@ def _readout(frame: Frame | None, num_blocks: int, decided: int, gen_length: int
         ("Decided", f"{decided}/{gen_length}"),
         ("Tokens per forward", f"{decided / frame.nfe:.2f}" if frame.nfe else "–"),
     ]
+    if stats is not None:   # finished: answer tokens only, as the status line counts them (no EOS fill)
+        items[-1] = ("Tokens per forward", f"{stats.tokens_per_forward:.2f}")
     if stats is not None:
         items.append(("Tokens/s", f"{stats.tokens_per_s:.1f}"))
     elif frame.elapsed_s > 0:
