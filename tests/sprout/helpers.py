@@ -33,3 +33,9 @@ def tiny_sprout(causal: bool, seed: int = 0, pattern: str = "GA") -> SproutModel
     with torch.no_grad():   # sharpen the random logits so greedy decoding is decisive
         model.embed.weight.mul_(20.0)
     return model
+
+
+def special_ids(tok) -> dict[str, int]:
+    """The ids the batch builders take: eos, pad, mask."""
+    return {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
+            "mask": tok.convert_tokens_to_ids(MASK)}

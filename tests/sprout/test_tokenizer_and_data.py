@@ -6,9 +6,9 @@ import torch
 from transformers import AutoTokenizer
 
 from engine.sprout.data import ar_batch, bd_batch, buckets, encode_texts
-from engine.sprout.tokenizer import EOS, MASK, PAD
+from engine.sprout.tokenizer import EOS, PAD
 from engine.world.format import SPECIAL_TOKENS, assistant_spans
-from tests.sprout.helpers import corpus_texts, tiny_tokenizer
+from tests.sprout.helpers import corpus_texts, special_ids, tiny_tokenizer
 
 
 def test_special_tokens_are_single_and_digits_split(tmp_path):
@@ -48,8 +48,7 @@ def test_ar_targets_only_on_assistant_tokens():
 
 def test_bd_blocks_start_at_turns_fill_with_eos_and_mask_something():
     tok = tiny_tokenizer()
-    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
-           "mask": tok.convert_tokens_to_ids(MASK)}
+    ids = special_ids(tok)
     exs = encode_texts(list(corpus_texts()[:6]), tok)
     batch = bd_batch(exs, 8, ids, (0.3, 0.8), torch.Generator().manual_seed(0))
     for b, ex in enumerate(exs):
@@ -75,8 +74,7 @@ def test_buckets_respect_the_token_budget_and_keep_every_example():
 
 def test_complementary_pairs_make_every_block_token_a_target_exactly_once():
     tok = tiny_tokenizer()
-    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
-           "mask": tok.convert_tokens_to_ids(MASK)}
+    ids = special_ids(tok)
     exs = encode_texts(list(corpus_texts()[:6]), tok)
     single = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0))
     pair = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), complementary=True)
@@ -94,8 +92,7 @@ def test_complementary_pairs_make_every_block_token_a_target_exactly_once():
 def test_noise_reaching_one_masks_whole_blocks_as_decoding_starts():
     """The sampler meets all-mask blocks first; t ~ U[0.5, 1] must produce them for blocks of 4."""
     tok = tiny_tokenizer()
-    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
-           "mask": tok.convert_tokens_to_ids(MASK)}
+    ids = special_ids(tok)
     exs = encode_texts(list(corpus_texts()[:6]), tok)
     full = 0
     for seed in range(20):

@@ -58,13 +58,11 @@ def test_bd_loss_adds_the_clean_streams_next_token_loss():
     import torch
 
     from engine.sprout.data import encode_texts
-    from engine.sprout.tokenizer import EOS, MASK, PAD
     from engine.sprout.train import loss_ar, loss_bd
-    from tests.sprout.helpers import corpus_texts, tiny_sprout, tiny_tokenizer
+    from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
 
     tok = tiny_tokenizer()
-    ids = {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
-           "mask": tok.convert_tokens_to_ids(MASK)}
+    ids = special_ids(tok)
     model = tiny_sprout(causal=False)
     batch = encode_texts(list(corpus_texts()[:3]), tok)
     with torch.no_grad():
