@@ -199,14 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         model = SproutModel(preset_config(
             args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
             eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
+    assert isinstance(model.config, SproutConfig)
+    recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
+              "init_from": args.init_from}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)
         model.config.logit_shift = args.logit_shift
-    assert isinstance(model.config, SproutConfig)
-    recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
-              "init_from": args.init_from}
-    if args.twin == "bd":
         recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
                       complementary=args.complementary, ar_weight=args.ar_weight)
     opt = torch.optim.AdamW(model.parameters(), lr=hp["lr"], betas=(0.9, 0.95), weight_decay=0.1)

@@ -29,7 +29,11 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
 
     bd = tmp_path / "sprout-bd"
     run(tmp_path, "--twin", "bd", "--out", str(bd), "--init-from", str(ar), "--max-steps", "3")
-    assert AutoModel.from_pretrained(bd).config.causal is False
+    bd_config = AutoModel.from_pretrained(bd).config
+    assert bd_config.causal is False and bd_config.logit_shift is True      # the BD recipe is recorded
+    assert (bd_config.noise_low, bd_config.noise_high) == (0.5, 1.0)
+    recipe = json.loads((bd / "training.json").read_text())
+    assert recipe["complementary"] is True and recipe["ar_weight"] == 0.5 and recipe["init_from"] == str(ar)
     # the adapted twin keeps the AR twin's tokenizer
     assert (bd / "tokenizer.json").read_text() == (ar / "tokenizer.json").read_text()
 
