@@ -169,15 +169,16 @@ def chunk_gated_delta_rule(
 
     q_decayed = q * (gamma[..., None].exp() * scale)  # (N, B, H, C, K)
     attn = (q @ k.transpose(-1, -2)) * (decay_causal * scale)  # (N, B, H, C, C)
-    o = q_decayed @ states_before + attn @ torch.stack(v_news)  # (N, B, H, C, V)
+    v_new = torch.stack(v_news)  # (N, B, H, C, V)
+    o = q_decayed @ states_before + attn @ v_new  # (N, B, H, C, V)
     o = o.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T].to(out_dtype)  # (B, T, H, V)
     if not (output_chunk_states or output_chunk_values):
         return o, S
     if not output_chunk_values:
         return o, S, states_before.transpose(0, 1)  # (B, N, H, K, V)
-    v_new = torch.stack(v_news).permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
+    v_new_t = v_new.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
     gamma_t = gamma.permute(1, 0, 3, 2).reshape(B, N * C, H)[:, :T]
-    return o, S, states_before.transpose(0, 1), v_new, gamma_t
+    return o, S, states_before.transpose(0, 1), v_new_t, gamma_t
 
 
 def _triton_usable(tensors, initial_state):

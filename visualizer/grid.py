@@ -89,15 +89,15 @@ def _cell(text: str, classes: str, title: str, opacity: float | None = None) -> 
 def _readout(frame: Frame | None, num_blocks: int, decided: int, gen_length: int, stats: Stats | None) -> Markup:
     if frame is None:
         return Markup('<div class="dp-readout"><span>Waiting for the first forward…</span></div>')
+    # finished: answer tokens only, as the status line counts them (not the EOS fill after an end)
+    per_forward = stats.tokens_per_forward if stats is not None else (decided / frame.nfe if frame.nfe else None)
     items = [
         ("Round", str(frame.round + 1)),
         ("Block", f"{frame.block + 1}/{num_blocks}"),
         ("NFE", str(frame.nfe)),
         ("Decided", f"{decided}/{gen_length}"),
-        ("Tokens per forward", f"{decided / frame.nfe:.2f}" if frame.nfe else "–"),
+        ("Tokens per forward", "–" if per_forward is None else f"{per_forward:.2f}"),
     ]
-    if stats is not None:   # finished: answer tokens only, as the status line counts them (no EOS fill)
-        items[-1] = ("Tokens per forward", f"{stats.tokens_per_forward:.2f}")
     if stats is not None:
         items.append(("Tokens/s", f"{stats.tokens_per_s:.1f}"))
     elif frame.elapsed_s > 0:
