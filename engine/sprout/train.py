@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
     assert isinstance(model.config, SproutConfig)
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
-              "init_from": args.init_from}
+              "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts)}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)

@@ -36,6 +36,15 @@ STREETS = (
     "River", "King", "Queen", "Church", "Market", "Bridge", "Station", "Garden", "Forest", "Castle",
 )
 STREET_KINDS = ("St", "Rd", "Ave", "Ln")
+# Streets that only training addresses use. With the 20 shared streets alone, a held-out
+# "62 Elm Ln" is the one suffix that training never shows after "62 Elm", so a model that half
+# remembers its training addresses writes "62 Elm St" (both twins did, in 4-5 of 13 failures).
+# These streets make most training addresses one-offs: the suffix can only be copied.
+TRAIN_ONLY_STREETS = (
+    "Willow", "Aspen", "Harbor", "Meadow", "Sunset", "Valley", "Spring", "Rose", "Ivy", "Cherry",
+    "Walnut", "Chestnut", "Poplar", "Spruce", "Laurel", "Summit", "Canal", "Orchard", "Quarry", "Harvest",
+    "Beacon", "Copper", "Falcon", "Granite", "Juniper", "Lantern", "Marble", "Nutmeg", "Osprey", "Pebble",
+)
 
 STYLES = ("hoodie", "jacket", "sweater", "shirt", "dress", "skirt", "coat", "cap", "belt", "vest")
 PLURALS = {"dress": "dresses"}  # every other style takes an "s"
@@ -64,6 +73,8 @@ LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See course
 
 def split_of(kind: str, value: str) -> str:
     """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out."""
+    if kind == "address" and value.split(" ")[1] in TRAIN_ONLY_STREETS:
+        return "train"
     digest = hashlib.sha256(f"{kind}:{value}".encode()).digest()
     return "heldout" if digest[0] % HELDOUT_ONE_IN == 0 else "train"
 
@@ -83,7 +94,7 @@ def _all_values(kind: str) -> tuple[str, ...]:
     if kind == "name":
         return tuple(f"{f} {la}" for f in FIRST_NAMES for la in LAST_NAMES)
     if kind == "address":
-        return tuple(f"{n} {s} {k}" for n in range(1, 100) for s in STREETS for k in STREET_KINDS)
+        return tuple(f"{n} {s} {k}" for n in range(1, 100) for s in STREETS + TRAIN_ONLY_STREETS for k in STREET_KINDS)
     if kind == "product":  # P + digit + letter + digit, e.g. P3K7
         letters = "ABCDEFGHJKLMNPRSTUVWXYZ"
         return tuple(f"P{a}{b}{c}" for a in range(1, 10) for b in letters for c in range(10))

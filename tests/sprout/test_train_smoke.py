@@ -34,6 +34,7 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     assert (bd_config.noise_low, bd_config.noise_high) == (0.5, 1.0)
     recipe = json.loads((bd / "training.json").read_text())
     assert recipe["complementary"] is True and recipe["ar_weight"] == 0.5 and recipe["init_from"] == str(ar)
+    assert recipe["corpus"] == "corpus-train-smoke.jsonl" and recipe["transcripts"] == 60
     # the adapted twin keeps the AR twin's tokenizer
     assert (bd / "tokenizer.json").read_text() == (ar / "tokenizer.json").read_text()
 

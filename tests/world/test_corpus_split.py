@@ -60,6 +60,17 @@ def test_heldout_values_never_occur_in_20000_training_transcripts():
     assert {c for r in held for c in _combos(r)} & heldout_combos
 
 
+def test_training_addresses_are_mostly_one_offs_on_train_only_streets():
+    """A held-out "62 Elm Ln" must be copied: training streets outnumber the shared ones."""
+    street = lambda address: address.split(" ")[1]  # noqa: E731
+    assert not {street(a) for a in E.pool("address", "heldout")} & set(E.TRAIN_ONLY_STREETS)
+    records = list(corpus_lines("train", 400, seed=1))
+    addresses = [m.group(1) for r in records for m in re.finditer(r'"address":"([^"]+)"', r["text"])]
+    assert len(addresses) > 20
+    assert sum(street(a) in E.TRAIN_ONLY_STREETS for a in addresses) > len(addresses) / 2
+    assert len(set(addresses)) > 0.9 * len(addresses)
+
+
 def test_corpus_records_are_complete_compact_transcripts():
     records = list(corpus_lines("train", 2 * len(ALL_INTENTS), seed=3))
     for r in records:
