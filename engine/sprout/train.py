@@ -117,18 +117,19 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
 
 
 def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
-    """Greedy agent episodes on the first held-out benchmark tasks; {} when the agent loop is absent."""
+    """Greedy agent episodes on held-out validation tasks (not the benchmark's); {} when the agent
+    loop is absent."""
     try:
         from engine.agent import run_episode
         from engine.backends.sprout import SproutARBackend, SproutBackend
-        from engine.world.tasks import load_heldout_tasks
+        from engine.world.tasks import validation_tasks
     except ImportError:
         return {}
     from engine.trace import GenerationConfig
     model.eval()
     backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
     cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.9)
-    tasks = load_heldout_tasks()[:n_tasks]
+    tasks = validation_tasks(n_tasks)
     wins, nfe = 0, 0
     for task in tasks:
         tr = run_episode(backend, task, cfg)

@@ -255,6 +255,18 @@ def make_heldout_documents(n: int = HELDOUT_DOCS_SIZE, seed: int = HELDOUT_DOCS_
     return generate_tasks("heldout", n, seed, DOC_INTENTS)
 
 
+# Validation tasks: held-out values, other task seeds, none of the benchmark's tasks. Choosing
+# checkpoints or sampler settings on these keeps the benchmark's 49 tasks unseen until the end.
+VALIDATION_SEED = 1001
+
+
+def validation_tasks(n: int, seed: int = VALIDATION_SEED) -> list[dict[str, Any]]:
+    """`n` held-out agent tasks, balanced across intents, that the benchmark set does not hold."""
+    benchmark = {t["id"] for t in load_heldout_tasks()}
+    # twice as many as asked, so a rare collision with the benchmark still leaves n
+    return [t for t in generate_tasks("heldout", 2 * n, seed, AGENT_INTENTS) if t["id"] not in benchmark][:n]
+
+
 def load_heldout_tasks(path: str | Path = HELDOUT_PATH) -> list[dict[str, Any]]:
     return json.loads(Path(path).read_text())
 

@@ -14,7 +14,7 @@ from engine.world.corpus import corpus_lines, main
 from engine.world.format import assistant_spans, parse_call, render_chat
 from engine.world.oracle import OracleModel, solve
 from engine.world.state import world_for
-from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks
+from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks, validation_tasks
 
 TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
 
@@ -108,6 +108,15 @@ def test_heldout_set_is_49_balanced_tasks():
     assert len(HELDOUT) == HELDOUT_SIZE == 49 and len({t["id"] for t in HELDOUT}) == 49
     counts = Counter(t["intent"] for t in HELDOUT)
     assert counts.keys() == set(AGENT_INTENTS) and max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_validation_tasks_are_held_out_but_not_the_benchmark():
+    """Checkpoints are chosen on these, so the benchmark's tasks stay unseen."""
+    tasks = validation_tasks(2 * len(AGENT_INTENTS))
+    assert len(tasks) == 2 * len(AGENT_INTENTS)
+    assert {t["intent"] for t in tasks} == set(AGENT_INTENTS)
+    assert all(t["split"] == "heldout" for t in tasks)
+    assert not {t["id"] for t in tasks} & {t["id"] for t in load_heldout_tasks()}
 
 
 def test_heldout_set_uses_heldout_values_only():
