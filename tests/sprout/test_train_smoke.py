@@ -77,3 +77,36 @@ def test_bd_loss_adds_the_clean_streams_next_token_loss():
         ar, _ = loss_ar(model, batch, ids)
     assert torch.allclose(mixed - plain, 0.5 * ar, atol=1e-5)
     assert ar > 0
+
+
+def test_weight_decay_spares_the_tied_embedding_norms_and_vectors():
+    from engine.sprout.config import preset_config
+    from engine.sprout.modeling import SproutModel
+    from engine.sprout.train import param_groups
+
+    model = SproutModel(preset_config("smoke", vocab_size=64, causal=True, mask_token_id=1, eos_token_id=2,
+                                      pad_token_id=3))
+    decayed, kept = param_groups(model, weight_decay=0.1)
+    assert decayed["weight_decay"] == 0.1 and kept["weight_decay"] == 0.0
+    names = {id(p): n for n, p in model.named_parameters()}
+    kept_names = {names[id(p)] for p in kept["params"]}
+    decayed_names = {names[id(p)] for p in decayed["params"]}
+    assert {"embed.weight", "final_norm.weight"} <= kept_names
+    assert all(n.startswith("embed") or p.ndim == 1 for n, p in model.named_parameters() if n in kept_names)
+    assert "mlps.0.up.weight" in decayed_names and "mixers.0.qkv.weight" in decayed_names
+    assert len(kept_names) + len(decayed_names) == len(list(model.parameters()))
+
+
+def test_resume_from_a_state_saved_with_one_optimizer_group(tmp_path):
+    import torch
+
+    ar = tmp_path / "sprout-ar"
+    run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "2")
+    state_path = tmp_path / "runs" / "sprout-ar" / "state.pt"
+    state = torch.load(state_path, weights_only=False)
+    params = [torch.nn.Parameter(torch.zeros(1))]
+    state["opt"] = torch.optim.AdamW(params).state_dict()      # the older single-group layout
+    torch.save(state, state_path)
+    run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "3")
+    log = [json.loads(line) for line in (tmp_path / "runs" / "sprout-ar" / "log.jsonl").read_text().splitlines()]
+    assert max(rec["step"] for rec in log) == 3
