@@ -43,9 +43,8 @@ TRAIN_PRESETS = {
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     """Weight decay on the weight matrices only. Not on the embedding: it is tied to the output,
-    and decay pulls rows that get little gradient together; the AR twin trained with it ended
-    with the street suffixes St / Rd / Ave / Ln at cosine 0.95 to each other, so it could not
-    tell them apart to copy one (p = 0.25 each, on its own training transcripts). Not on norm
+    and decay pulls rows that get little gradient together (the AR twin trained with it ended
+    with the street suffixes St / Rd / Ave / Ln at cosine 0.95 to each other). Not on norm
     gains, gate biases and decay rates either (vectors and scalars)."""
     decay, keep = [], []
     for name, param in model.named_parameters():

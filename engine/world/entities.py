@@ -36,11 +36,10 @@ STREETS = (
     "River", "King", "Queen", "Church", "Market", "Bridge", "Station", "Garden", "Forest", "Castle",
 )
 STREET_KINDS = ("St", "Rd", "Ave", "Ln")
-# Streets that only training addresses use. With the 20 shared streets alone, a held-out
-# "62 Elm Ln" is the one suffix that training never shows after "62 Elm", so a model that half
-# remembers its training addresses writes "62 Elm St" (both twins did, in 4-5 of 13 failures).
-# These streets make most training addresses one-offs, so training rewards copying the suffix
-# rather than recalling it (on its own this did not cure the 3.6 M Sprout: models/README.md).
+# Streets that only training addresses use, so most training addresses are one-offs and their
+# suffix can only be copied, never recalled. With the 20 shared streets alone, a held-out
+# "62 Elm Ln" is the one suffix that training never shows after "62 Elm". (Sprout's wrong
+# suffixes turned out to have another cause: it never learned to copy them; models/README.md.)
 TRAIN_ONLY_STREETS = (
     "Willow", "Aspen", "Harbor", "Meadow", "Sunset", "Valley", "Spring", "Rose", "Ivy", "Cherry",
     "Walnut", "Chestnut", "Poplar", "Spruce", "Laurel", "Summit", "Canal", "Orchard", "Quarry", "Harvest",
