@@ -73,10 +73,15 @@ LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See course
 
 def split_of(kind: str, value: str) -> str:
     """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out."""
-    if kind == "address" and value.split(" ")[1] in TRAIN_ONLY_STREETS:
+    if kind == "address" and street_of(value) in TRAIN_ONLY_STREETS:
         return "train"
     digest = hashlib.sha256(f"{kind}:{value}".encode()).digest()
     return "heldout" if digest[0] % HELDOUT_ONE_IN == 0 else "train"
+
+
+def street_of(address: str) -> str:
+    """"62 Elm Ln" -> "Elm"."""
+    return address.split(" ")[1]
 
 
 def plural(style: str) -> str:

@@ -2,10 +2,13 @@
 
 import json
 
+import torch
 from transformers import AutoModel
 
 import engine.sprout  # noqa: F401  (registers Sprout with the Auto classes)
-from engine.sprout.train import main
+from engine.sprout.config import preset_config
+from engine.sprout.modeling import SproutModel
+from engine.sprout.train import main, param_groups
 
 
 def run(tmp_path, *extra):
@@ -60,8 +63,6 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
 
 def test_bd_loss_adds_the_clean_streams_next_token_loss():
     """loss_bd(ar_weight=w) - loss_bd(ar_weight=0) == w * the AR twin's loss on the same ids."""
-    import torch
-
     from engine.sprout.data import encode_texts
     from engine.sprout.train import loss_ar, loss_bd
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
@@ -80,10 +81,6 @@ def test_bd_loss_adds_the_clean_streams_next_token_loss():
 
 
 def test_weight_decay_spares_the_tied_embedding_norms_and_vectors():
-    from engine.sprout.config import preset_config
-    from engine.sprout.modeling import SproutModel
-    from engine.sprout.train import param_groups
-
     model = SproutModel(preset_config("smoke", vocab_size=64, causal=True, mask_token_id=1, eos_token_id=2,
                                       pad_token_id=3))
     decayed, kept = param_groups(model, weight_decay=0.1)
@@ -98,8 +95,6 @@ def test_weight_decay_spares_the_tied_embedding_norms_and_vectors():
 
 
 def test_resume_from_a_state_saved_with_one_optimizer_group(tmp_path):
-    import torch
-
     ar = tmp_path / "sprout-ar"
     run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "2")
     state_path = tmp_path / "runs" / "sprout-ar" / "state.pt"
