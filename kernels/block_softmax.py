@@ -12,6 +12,8 @@ With every q . k = 0 and z_h = log(L) the slot weighs L / (L + L) = 1/2. A query
 puts all its weight on the slot. scale defaults to D ** -0.5.
 """
 
+import os
+
 import torch
 
 __all__ = ["block_softmax_with_history", "block_softmax_with_history_ref", "block_softmax_with_history_torch"]
@@ -85,7 +87,7 @@ def block_softmax_with_history_torch(q, k, v, history, history_logit, scale=None
 
 
 def _triton_usable(tensors):
-    if not all(t.is_cuda for t in tensors):
+    if not all(t.is_cuda for t in tensors) or os.environ.get("SPROUT_TRITON") == "0":
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False

@@ -10,6 +10,7 @@ Callers pass L2-normalised q and k; nothing here normalises them. States are flo
 """
 
 import math
+import os
 
 import torch
 
@@ -183,7 +184,7 @@ def chunk_gated_delta_rule(
 
 def _triton_usable(tensors, initial_state):
     """The Triton forward runs on CUDA tensors when triton imports and nothing needs a gradient."""
-    if not all(t.is_cuda for t in tensors):
+    if not all(t.is_cuda for t in tensors) or os.environ.get("SPROUT_TRITON") == "0":
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in [*tensors, initial_state] if t is not None):
         return False

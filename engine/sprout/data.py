@@ -17,6 +17,7 @@ so the pair costs far less than two batches.
 
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass
 
@@ -33,14 +34,19 @@ class Example:
 
 def encode_texts(texts: list[str], tokenizer) -> list[Example]:
     out = []
-    for text in texts:
-        enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
-        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+    encs = tokenizer(texts, return_offsets_mapping=True, add_special_tokens=False)   # batched, in Rust
+    for text, ids, offsets in zip(texts, encs["input_ids"], encs["offset_mapping"]):
+        starts, ends = [a for a, _ in offsets], [b for _, b in offsets]   # both non-decreasing
         spans = []
         for s, e in assistant_spans(text):
-            inside = [i for i, (a, b) in enumerate(offsets) if a >= s and b <= e and b > a]
-            if inside:
-                spans.append((inside[0], inside[-1] + 1))
+            # the tokens lying wholly inside [s, e), empty ones at the edges left out
+            lo, hi = bisect.bisect_left(starts, s), bisect.bisect_right(ends, e)
+            while lo < hi and offsets[lo][0] == offsets[lo][1]:
+                lo += 1
+            while hi > lo and offsets[hi - 1][0] == offsets[hi - 1][1]:
+                hi -= 1
+            if lo < hi:
+                spans.append((lo, hi))
         out.append(Example(ids=ids, spans=spans))
     return out
 

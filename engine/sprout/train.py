@@ -13,6 +13,8 @@ Logs: `runs/<out name>/log.jsonl` (loss, lr, tokens/s, evals).
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import math
 import os
@@ -36,6 +38,9 @@ TRAIN_PRESETS = {
     #            batch tokens, lr,   warmup, steps,  save every (min), eval every (steps)
     "cpu": dict(max_tokens=4096, lr=2e-3, warmup=200, max_steps=8000, save_min=5.0, eval_every=500,
                 corpus_n=30000, vocab=1024),
+    # one CUDA GPU: large batches (the model is tiny; steps are bound by launch overhead)
+    "gpu": dict(max_tokens=65536, lr=2e-3, warmup=100, max_steps=100000, save_min=2.0, eval_every=500,
+                corpus_n=120000, vocab=1024),
     "smoke": dict(max_tokens=512, lr=3e-3, warmup=2, max_steps=6, save_min=0.0, eval_every=3,
                   corpus_n=60, vocab=400),
 }
@@ -89,7 +94,7 @@ def atomic_torch_save(obj, path: Path) -> None:
 
 
 def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int]) -> tuple[torch.Tensor, int]:
-    x, targets = ar_batch(batch, ids["pad"])
+    x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
     logits = model(x)                                                     # (B, T, V)
     n = int((targets != -100).sum())
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100), n
@@ -101,14 +106,16 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
     adaptation keeps and sharpens what the AR twin knows about copying from the prompt."""
     cfg = model.config
-    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary)
+    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary)   # on the CPU
+    b = dataclasses.replace(b, **{f: getattr(b, f).to(model.device) for f in ("clean", "noisy", "starts", "targets",
+                                                                              "weights")})
     logits, clean_h = model.bd_forward(b.clean, b.noisy, b.starts)        # (B, NB, C, V), (B, T, d)
     ce = F.cross_entropy(logits.flatten(0, 2), b.targets.flatten(), ignore_index=-100, reduction="none")
     # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
     # averaged over block tokens
     loss = (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1)
     if ar_weight:
-        _, ar_targets = ar_batch(batch, ids["pad"])
+        ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
         loss = loss + ar_weight * F.cross_entropy(model.logits(clean_h).flatten(0, 1), ar_targets.flatten(),
                                                   ignore_index=-100)
     return loss, int((b.targets != -100).sum())
@@ -137,6 +144,8 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
     except ImportError:
         return {}
     from engine.trace import GenerationConfig
+    if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
+        model = copy.deepcopy(model).cpu()
     model.eval()
     backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
     cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.9)
@@ -158,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", help="training JSONL (made with engine.world.corpus when missing)")
     p.add_argument("--val-corpus", help="validation JSONL (held-out entities)")
     p.add_argument("--init-from", help="start from these weights (AR -> diffusion adaptation)")
-    p.add_argument("--minutes", type=float, default=None, help="stop after this much wall time")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="training time in all (earlier sessions of a resumed run count); the cosine ends there")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
@@ -172,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--select", choices=("best", "last"), default="best",
+                   help="the model folder keeps the best evaluation (agent success, then validation loss) or the last")
     p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
     p.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
     p.add_argument("--data-dir", default="data", help="where generated corpora are kept")
@@ -186,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
     out = Path(args.out)
     run_dir = Path(args.run_dir) / out.name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -212,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
             eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
     assert isinstance(model.config, SproutConfig)
+    model.to(device)
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
               "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts)}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
@@ -224,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     state_path = run_dir / "state.pt"
     step, best, tokens_seen, seconds_before = 0, None, 0, 0.0
     if state_path.exists():
-        st = torch.load(state_path, weights_only=False)
+        st = torch.load(state_path, weights_only=False, map_location=device)
         model.load_state_dict(st["model"])
         try:
             opt.load_state_dict(st["opt"])
@@ -240,10 +257,17 @@ def main(argv: list[str] | None = None) -> int:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{args.twin} twin, {n_params / 1e6:.2f} M params, {len(examples)} transcripts", file=sys.stderr)
 
+    def progress(s: int) -> float:
+        """Share of the run done: of max_steps, or of --minutes when that ends it sooner."""
+        done = (s - hp["warmup"]) / max(1, hp["max_steps"] - hp["warmup"])
+        if args.minutes:
+            done = max(done, (seconds_before + time.time() - t0) / (args.minutes * 60))
+        return min(1.0, done)
+
     def lr_at(s: int) -> float:   # linear warm-up, cosine to 10 %
         if s < hp["warmup"]:
             return hp["lr"] * (s + 1) / hp["warmup"]
-        frac = min(1.0, (s - hp["warmup"]) / max(1, hp["max_steps"] - hp["warmup"]))
+        frac = progress(s)
         return hp["lr"] * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
     def save_state():
@@ -264,10 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         improved = best is None or score > tuple(best)
         if improved:
             best = list(score)
+        if improved or args.select == "last":
             save_model_folder(model, tokenizer, out, {
                 "twin": args.twin, "preset": args.preset, "step": step, "tokens_seen": tokens_seen,
                 "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **recipe, **rec})
-        rec["saved"] = improved
+        rec["saved"] = improved or args.select == "last"
         log(rec)
         return rec
 
@@ -284,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     window_tokens, window_t = 0, time.time()
     while step < hp["max_steps"]:
         for batch in buckets(examples, hp["max_tokens"], rng):
-            if step >= hp["max_steps"] or (args.minutes and time.time() - t0 > args.minutes * 60):
+            if step >= hp["max_steps"] or (args.minutes and progress(step) >= 1.0):
                 break
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)

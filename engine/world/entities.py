@@ -71,9 +71,54 @@ PAGE_TEXTS = (
 LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See courses"), ("/contact", "Write to us"))
 
 
+# Made-up names and streets, for training transcripts only. Real names (50 x 40) and 20 streets
+# are few enough to memorise, and the AR twin did: it recognised which known street a prompt
+# named instead of copying it, so a street it had not seen came out as another one (p of the
+# right second sub-word ~ 0) and the suffix after a street stayed at chance (p ~ 0.25). Made-up
+# words share no whole word with any pool, so only copying token by token from the prompt gets
+# them right; held-out tasks keep the real pools.
+MADE_UP_SHARE = 0.5                  # of training names and addresses
+_ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "j", "k", "kl", "l", "m", "n", "p", "pr",
+           "r", "s", "sk", "st", "t", "tr", "v", "w", "z")
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ou", "ee", "y")
+_CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "th", "nd")
+
+
+@cache
+def _pool_words() -> frozenset[str]:
+    return frozenset(FIRST_NAMES + LAST_NAMES + STREETS + TRAIN_ONLY_STREETS)
+
+
+def made_up_word(rng: random.Random) -> str:
+    """A pronounceable word of 1-3 syllables that is no pool word, e.g. "Brouthek"."""
+    while True:
+        word = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
+                       for _ in range(rng.choice((1, 2, 2, 3)))).capitalize()
+        if len(word) >= 3 and word not in _pool_words():
+            return word
+
+
+def made_up_value(rng: random.Random, kind: str) -> str:
+    if kind == "name":
+        return f"{made_up_word(rng)} {made_up_word(rng)}"
+    if kind == "address":
+        return f"{rng.randrange(1, 100)} {made_up_word(rng)} {rng.choice(STREET_KINDS)}"
+    raise KeyError(f"No made-up values of kind {kind!r}.")
+
+
+def is_made_up(kind: str, value: str) -> bool:
+    if kind == "name":
+        first, _, last = value.partition(" ")
+        return first not in FIRST_NAMES or last not in LAST_NAMES
+    if kind == "address":
+        return street_of(value) not in STREETS + TRAIN_ONLY_STREETS
+    return False
+
+
 def split_of(kind: str, value: str) -> str:
-    """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out."""
-    if kind == "address" and street_of(value) in TRAIN_ONLY_STREETS:
+    """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out; made-up
+    values and addresses on train-only streets are training values."""
+    if kind == "address" and street_of(value) in TRAIN_ONLY_STREETS or is_made_up(kind, value):
         return "train"
     digest = hashlib.sha256(f"{kind}:{value}".encode()).digest()
     return "heldout" if digest[0] % HELDOUT_ONE_IN == 0 else "train"
@@ -140,9 +185,13 @@ def heldout_values() -> dict[str, tuple[str, ...]]:
 
 
 def pick(rng: random.Random, kind: str, split: str, avoid: set[str] | frozenset[str] = frozenset()) -> str:
-    """A random value of a kind from a split, not in `avoid`."""
+    """A random value of a kind from a split, not in `avoid`; in the training split names and
+    addresses are made up MADE_UP_SHARE of the time."""
     values = pool(kind, split)
     while True:
-        value = values[rng.randrange(len(values))]
+        if split == "train" and kind in ("name", "address") and rng.random() < MADE_UP_SHARE:
+            value = made_up_value(rng, kind)
+        else:
+            value = values[rng.randrange(len(values))]
         if value not in avoid:
             return value

@@ -60,14 +60,24 @@ def test_heldout_values_never_occur_in_20000_training_transcripts():
     assert {c for r in held for c in _combos(r)} & heldout_combos
 
 
-def test_training_addresses_are_mostly_one_offs_on_train_only_streets():
-    """Training addresses on train-only streets outnumber those on the shared ones, and repeat rarely."""
+def test_training_names_and_addresses_are_mostly_one_offs():
+    """Made-up values and train-only streets make most training addresses and many names one-offs,
+    which only copying gets right; none is a held-out value, and none reaches a held-out world."""
     assert not {E.street_of(a) for a in E.pool("address", "heldout")} & set(E.TRAIN_ONLY_STREETS)
     records = list(corpus_lines("train", 400, seed=1))
     addresses = [m.group(1) for r in records for m in re.finditer(r'"address":"([^"]+)"', r["text"])]
-    assert len(addresses) > 20
-    assert sum(E.street_of(a) in E.TRAIN_ONLY_STREETS for a in addresses) > len(addresses) / 2
+    names = [m.group(1) for r in records for m in re.finditer(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"', r["text"])]
+    assert len(addresses) > 20 and len(names) > 50
+    shared = [a for a in addresses if E.street_of(a) in E.STREETS]
+    assert len(shared) < len(addresses) / 3
     assert len(set(addresses)) > 0.9 * len(addresses)
+    made_up = [n for n in names if E.is_made_up("name", n)]
+    assert 0.3 * len(names) < len(made_up) < 0.7 * len(names)
+    assert all(E.split_of("name", n) == "train" for n in made_up)
+    assert not set(w for n in made_up for w in n.split()) & set(E.FIRST_NAMES + E.LAST_NAMES)
+    held = list(corpus_lines("heldout", 100, seed=1))
+    assert not any(E.is_made_up("name", m.group(1))
+                   for r in held for m in re.finditer(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"', r["text"]))
 
 
 def test_corpus_records_are_complete_compact_transcripts():
