@@ -105,3 +105,21 @@ def test_resume_from_a_state_saved_with_one_optimizer_group(tmp_path):
     run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "3")
     log = [json.loads(line) for line in (tmp_path / "runs" / "sprout-ar" / "log.jsonl").read_text().splitlines()]
     assert max(rec["step"] for rec in log) == 3
+
+
+def test_select_last_keeps_the_last_evaluation_and_best_the_best(tmp_path, monkeypatch):
+    import engine.sprout.train as train
+    losses = iter(float(i) for i in range(1, 100))        # every evaluation worse than the one before
+    monkeypatch.setattr(train, "validation_loss", lambda *a, **k: next(losses))
+    for select in ("best", "last"):
+        out = tmp_path / f"ar-{select}"
+        run(tmp_path, "--twin", "ar", "--out", str(out), "--max-steps", "3", "--eval-every", "1", "--select", select)
+        saved_step = json.loads((out / "training.json").read_text())["step"]
+        assert saved_step == (1 if select == "best" else 3)
+
+
+def test_minutes_end_the_run(tmp_path):
+    ar = tmp_path / "sprout-ar"
+    run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "2000", "--minutes", "0.003")
+    log = [json.loads(line) for line in (tmp_path / "runs" / "sprout-ar" / "log.jsonl").read_text().splitlines()]
+    assert max(rec["step"] for rec in log) < 1000

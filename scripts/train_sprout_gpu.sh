@@ -1,0 +1,22 @@
+#!/bin/bash
+# The GPU recipe of the shipped Sprout twins (models/README.md), on one CUDA GPU.
+# It starts from the committed AR twin, as the shipped weights did, and writes new folders
+# under runs/out/ (copy them over models/ after checking them with engine.bench):
+#
+#     bash scripts/train_sprout_gpu.sh [AR_MINUTES] [BD_MINUTES] [BD2_MINUTES]
+#
+# On an H200 the AR twin trains at ~1 M tokens/s and the BD twin at ~0.2-0.25 M tokens/s
+# (there the BD batch is built on the CPU, in Python, and bounds the step rate).
+set -euo pipefail
+PY=${PYTHON:-python3}
+ar_min=${1:-3.5}; bd_min=${2:-3.2}; bd2_min=${3:-2.9}
+export SPROUT_TRITON=0   # training and validation on the torch kernels (the Triton ones are forward-only)
+corpus=data/corpus-train-v3.jsonl
+[ -f $corpus ] || $PY -m engine.world.corpus --split train --n 120000 --seed 0 --out $corpus
+common=(--preset gpu --device cuda --corpus $corpus --eval-every 1000 --agent-tasks 0 --select last)
+$PY -m engine.sprout.train --twin ar --out runs/out/sprout-ar-gpu --init-from models/sprout-ar \
+  --minutes "$ar_min" "${common[@]}"
+$PY -m engine.sprout.train --twin bd --out runs/out/sprout-bd-gpu --init-from runs/out/sprout-ar-gpu \
+  --minutes "$bd_min" "${common[@]}"
+$PY -m engine.sprout.train --twin bd --out runs/out/sprout-bd-gpu2 --init-from runs/out/sprout-bd-gpu \
+  --lr 7e-4 --warmup 20 --seed 1 --minutes "$bd2_min" "${common[@]}"
