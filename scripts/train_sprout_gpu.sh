@@ -5,8 +5,7 @@
 #
 #     bash scripts/train_sprout_gpu.sh [AR_MINUTES] [BD_MINUTES] [BD2_MINUTES]
 #
-# On an H200 the AR twin trains at ~1 M tokens/s and the BD twin at ~0.2-0.25 M tokens/s
-# (there the BD batch is built on the CPU, in Python, and bounds the step rate).
+# On an H200 the AR twin trains at ~1 M tokens/s and the BD twin at ~0.2-0.25 M tokens/s.
 set -euo pipefail
 PY=${PYTHON:-python3}
 ar_min=${1:-3.5}; bd_min=${2:-3.2}; bd2_min=${3:-2.9}
