@@ -118,7 +118,7 @@ def is_made_up(kind: str, value: str) -> bool:
 def split_of(kind: str, value: str) -> str:
     """The split a value belongs to: a fixed hash, one in HELDOUT_ONE_IN held out; made-up
     values and addresses on train-only streets are training values."""
-    if kind == "address" and street_of(value) in TRAIN_ONLY_STREETS or is_made_up(kind, value):
+    if (kind == "address" and street_of(value) in TRAIN_ONLY_STREETS) or is_made_up(kind, value):
         return "train"
     digest = hashlib.sha256(f"{kind}:{value}".encode()).digest()
     return "heldout" if digest[0] % HELDOUT_ONE_IN == 0 else "train"
