@@ -110,12 +110,10 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
         per_row.append(blocks)
     NB = max(1, max(len(b) for b in per_row))
     B = len(examples)
-    truth = torch.full((B, NB, C), eos, dtype=torch.long)
-    starts = torch.zeros(B, NB, dtype=torch.long)
-    real = torch.zeros(B, NB, dtype=torch.bool)
-    for b, blocks in enumerate(per_row):
-        for j, (start, toks) in enumerate(blocks):
-            truth[b, j], starts[b, j], real[b, j] = torch.tensor(toks), start, True
+    # one tensor per field from padded nested lists (a tensor per block costs ~5x more)
+    truth = torch.tensor([[toks for _, toks in blocks] + [[eos] * C] * (NB - len(blocks)) for blocks in per_row])
+    starts = torch.tensor([[start for start, _ in blocks] + [0] * (NB - len(blocks)) for blocks in per_row])
+    real = torch.tensor([[True] * len(blocks) + [False] * (NB - len(blocks)) for blocks in per_row])
     lo, hi = noise
     t = lo + (hi - lo) * torch.rand(B, NB, 1, generator=gen)              # per-block noise level
     masked = torch.rand(B, NB, C, generator=gen) < t
