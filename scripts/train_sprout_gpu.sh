@@ -1,7 +1,9 @@
 #!/bin/bash
-# The GPU recipe of the shipped Sprout twins (models/README.md), on one CUDA GPU.
-# It starts from the committed AR twin, as the shipped weights did, and writes new folders
-# under runs/out/ (copy them over models/ after checking them with engine.bench):
+# The GPU stages of the shipped Sprout twins (models/README.md), on one CUDA GPU. It starts
+# from the committed AR twin and writes new folders under runs/out/ (copy them over models/
+# after checking them with engine.bench). The shipped weights ran these stages on the corpus
+# as it was then (search rows with the id first) and then CPU stages on the current layout;
+# this script uses the current one throughout:
 #
 #     bash scripts/train_sprout_gpu.sh [AR_MINUTES] [BD_MINUTES] [BD2_MINUTES]
 #
@@ -10,7 +12,7 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 ar_min=${1:-3.5}; bd_min=${2:-3.2}; bd2_min=${3:-2.9}
 export SPROUT_TRITON=0   # training and validation on the torch kernels (the Triton ones are forward-only)
-corpus=data/corpus-train-v3.jsonl
+corpus=data/corpus-train-gpu.jsonl
 [ -f $corpus ] || $PY -m engine.world.corpus --split train --n 120000 --seed 0 --out $corpus
 common=(--preset gpu --device cuda --corpus $corpus --eval-every 1000 --agent-tasks 0 --select last)
 $PY -m engine.sprout.train --twin ar --out runs/out/sprout-ar-gpu --init-from models/sprout-ar \

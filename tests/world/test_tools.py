@@ -4,7 +4,7 @@ import jsonschema
 import pytest
 
 from engine.world import entities as E
-from engine.world.format import full_system_prompt
+from engine.world.format import full_system_prompt, render_response
 from engine.world.state import make_world, world_for
 from engine.world.tools import FUNCTIONS, TOOLS, argument_order, call_tool, openai_tools
 
@@ -74,9 +74,12 @@ def _shop_world():
 def test_search_lists_near_misses_in_id_order():
     world = _shop_world()
     hits = call_tool(world, "search_products", {"query": "hoodies", "color": "blue", "size": "L"})
-    assert hits == [{"id": "P1A1", "color": "blue", "size": "M", "price": 25},   # size off
-                    {"id": "P1A1", "color": "blue", "size": "L", "price": 25},   # exact
-                    {"id": "P2B2", "color": "red", "size": "L", "price": 30}]    # colour off
+    assert hits == [{"color": "blue", "size": "M", "id": "P1A1", "price": 25},   # size off
+                    {"color": "blue", "size": "L", "id": "P1A1", "price": 25},   # exact
+                    {"color": "red", "size": "L", "id": "P2B2", "price": 30}]    # colour off
+    # the fields a row is chosen by come before the id the model copies (dict equality ignores order)
+    assert all(list(row) == ["color", "size", "id", "price"] for row in hits)
+    assert render_response(hits).startswith('[{"color":"blue","size":"M","id":"P1A1"')
     assert len(call_tool(world, "search_products", {"query": "hoodie"})) == 4  # every hoodie variant
     assert call_tool(world, "search_products", {"query": "scarf"}) == []
 
