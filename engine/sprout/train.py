@@ -38,7 +38,7 @@ TRAIN_PRESETS = {
     #            batch tokens, lr,   warmup, steps,  save every (min), eval every (steps)
     "cpu": dict(max_tokens=4096, lr=2e-3, warmup=200, max_steps=8000, save_min=5.0, eval_every=500,
                 corpus_n=30000, vocab=1024),
-    # one CUDA GPU: large batches (the model is tiny; steps are bound by launch overhead)
+    # one CUDA GPU: large batches (the model is tiny: small batches leave the GPU mostly idle)
     "gpu": dict(max_tokens=65536, lr=2e-3, warmup=100, max_steps=100000, save_min=2.0, eval_every=500,
                 corpus_n=120000, vocab=1024),
     "smoke": dict(max_tokens=512, lr=3e-3, warmup=2, max_steps=6, save_min=0.0, eval_every=3,
@@ -288,11 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         improved = best is None or score > tuple(best)
         if improved:
             best = list(score)
-        if improved or args.select == "last":
+        saved = improved or args.select == "last"
+        if saved:
             save_model_folder(model, tokenizer, out, {
                 "twin": args.twin, "preset": args.preset, "step": step, "tokens_seen": tokens_seen,
                 "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **recipe, **rec})
-        rec["saved"] = improved or args.select == "last"
+        rec["saved"] = saved
         log(rec)
         return rec
 

@@ -17,6 +17,7 @@ from engine.world.state import world_for
 from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks, validation_tasks
 
 TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
+PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)
 
 
 def _ngrams(texts, longest=3):
@@ -66,7 +67,7 @@ def test_training_names_and_addresses_are_mostly_one_offs():
     assert not {E.street_of(a) for a in E.pool("address", "heldout")} & set(E.TRAIN_ONLY_STREETS)
     records = list(corpus_lines("train", 400, seed=1))
     addresses = [m.group(1) for r in records for m in re.finditer(r'"address":"([^"]+)"', r["text"])]
-    names = [m.group(1) for r in records for m in re.finditer(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"', r["text"])]
+    names = [m.group(1) for r in records for m in PERSON_ARG.finditer(r["text"])]
     assert len(addresses) > 20 and len(names) > 50
     shared = [a for a in addresses if E.street_of(a) in E.STREETS]
     assert len(shared) < len(addresses) / 3
@@ -76,8 +77,7 @@ def test_training_names_and_addresses_are_mostly_one_offs():
     assert all(E.split_of("name", n) == "train" for n in made_up)
     assert not set(w for n in made_up for w in n.split()) & set(E.FIRST_NAMES + E.LAST_NAMES)
     held = list(corpus_lines("heldout", 100, seed=1))
-    assert not any(E.is_made_up("name", m.group(1))
-                   for r in held for m in re.finditer(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"', r["text"]))
+    assert not any(E.is_made_up("name", m.group(1)) for r in held for m in PERSON_ARG.finditer(r["text"]))
 
 
 def test_corpus_records_are_complete_compact_transcripts():
