@@ -7,7 +7,7 @@ import pytest
 
 from engine.bench import main, pass_hat_k, percentile, run_agent_benchmark
 from engine.trace import GenerationConfig
-from engine.world.tasks import load_heldout_tasks
+from engine.world.tasks import load_heldout_tasks, validation_tasks
 from tests.world.scripted import babbling_ar, oracle_diffusion
 
 FIELDS = {"attempts", "successes", "success_rate", "pass_hat_3", "median_task_s", "p90_task_s", "mean_nfe",
@@ -64,3 +64,17 @@ def test_cli_table_and_errors(capsys):
     assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--block-size", "48"]) == 2
     assert "does not divide" in capsys.readouterr().err
     assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--tasks", "50"]) == 2
+
+
+def test_cli_validation_tasks_are_not_the_benchmark(capsys):
+    code = main(["agent", "--model", "py:tests.world.scripted:babbling_ar", "--validation", "4", "--attempts", "1",
+                 "--json", "--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["task_set"] == "validation (4)" and report["tasks"] == 4
+    assert report["models"]["py:tests.world.scripted:babbling_ar"]["errors"] == {"parse_error": 4}
+    benchmark = {t["id"] for t in load_heldout_tasks()}
+    assert benchmark and not benchmark & {t["id"] for t in validation_tasks(4)}
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--validation", "0"]) == 2
+    assert "--validation must be at least 1" in capsys.readouterr().err
