@@ -32,13 +32,18 @@ class Example:
     spans: list[tuple[int, int]]      # token [start, end) of each assistant turn, eos included
 
 
-def encode_texts(texts: list[str], tokenizer) -> list[Example]:
+def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
+    """Token ids and the assistant spans that carry loss; untrained[k] lists the assistant
+    turns of texts[k] (by index) that stay context only (a detour's wrong call)."""
     out = []
     encs = tokenizer(texts, return_offsets_mapping=True, add_special_tokens=False)   # batched, in Rust
-    for text, ids, offsets in zip(texts, encs["input_ids"], encs["offset_mapping"]):
+    for k, (text, ids, offsets) in enumerate(zip(texts, encs["input_ids"], encs["offset_mapping"])):
         starts, ends = [a for a, _ in offsets], [b for _, b in offsets]   # both non-decreasing
+        skip = set(untrained[k]) if untrained else set()
         spans = []
-        for s, e in assistant_spans(text):
+        for turn, (s, e) in enumerate(assistant_spans(text)):
+            if turn in skip:
+                continue
             # the tokens lying wholly inside [s, e), empty ones at the edges left out
             lo, hi = bisect.bisect_left(starts, s), bisect.bisect_right(ends, e)
             while lo < hi and offsets[lo][0] == offsets[lo][1]:

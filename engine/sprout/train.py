@@ -57,9 +57,11 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
 
 
-def read_corpus(path: Path) -> list[str]:
+def read_corpus(path: Path) -> tuple[list[str], list[list[int]]]:
+    """The transcripts' texts and, for each, the assistant turns that carry no loss."""
     with open(path) as f:
-        return [json.loads(line)["text"] for line in f if line.strip()]
+        records = [json.loads(line) for line in f if line.strip()]
+    return [r["text"] for r in records], [r.get("untrained_turns", []) for r in records]
 
 
 def make_corpus(split: str, n: int, seed: int, path: Path) -> None:
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         make_corpus("train", hp["corpus_n"], args.seed, corpus)
     if not val_corpus.exists():
         make_corpus("heldout", max(hp["corpus_n"] // 50, 20), args.seed + 1, val_corpus)
-    texts = read_corpus(corpus)
+    texts, untrained = read_corpus(corpus)
 
     # tokenizer: from the init model, the output folder, or trained on the corpus
     tok_src = next((d for d in (args.init_from, out) if d and (Path(d) / "tokenizer.json").exists()), None)
@@ -250,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         step, best, tokens_seen, seconds_before = st["step"], st["best"], st["tokens_seen"], st["seconds"]
         print(f"resuming {out.name} at step {step}", file=sys.stderr)
 
-    examples = encode_texts(texts, tokenizer)
-    val_examples = encode_texts(read_corpus(val_corpus)[:200], tokenizer)
+    examples = encode_texts(texts, tokenizer, untrained)
+    val_texts, val_untrained = read_corpus(val_corpus)
+    val_examples = encode_texts(val_texts[:200], tokenizer, val_untrained[:200])
     rng = random.Random(args.seed + step)
     gen = torch.Generator().manual_seed(args.seed + step)
     n_params = sum(p.numel() for p in model.parameters())

@@ -4,20 +4,25 @@
 
 One JSON line per task: {"id", "intent", "split", "messages": [{"role", "content"}], "text"},
 `text` = render_chat(messages, add_generation_prompt=False). No system turn and no tool list:
-the model learns the tools; loss goes on format.assistant_spans(text). Agent tasks are
+the model learns the tools; loss goes on format.assistant_spans(text) except the assistant
+turns listed in "untrained_turns" (present only when there are some). Agent tasks are
 user -> (assistant call -> tool response)* -> assistant finish; document tasks are
-user -> assistant document (plain text). Intents come in balanced shuffled rounds.
+user -> assistant document (plain text). Intents come in balanced shuffled rounds. A share of
+the transcripts that can take one carry a detour (engine/world/detours.py): a wrong call, the
+shop's error, then the right call.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
+from engine.world.detours import DETOUR_SHARE, detour
 from engine.world.format import render_call, render_chat, render_response, system_prompt
 from engine.world.oracle import Call
 from engine.world.tasks import ALL_INTENTS, build_task, task_seeds
@@ -37,14 +42,22 @@ def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], fin
     return messages
 
 
-def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None, system: str | None = None):
+def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None, system: str | None = None,
+                 detour_share: float = DETOUR_SHARE):
     """Yield the corpus records one by one."""
     prompt = system_prompt(system)
     for intent, task_seed in task_seeds(split, n, seed, intents or list(ALL_INTENTS)):
         task, steps, final = build_task(intent, split, task_seed)
+        rng = random.Random(f"detour:{task['id']}")
+        wrong = None
+        if rng.random() < detour_share:
+            steps, wrong = detour(task, steps, rng)
         messages = transcript_messages(task, steps, final, prompt)
-        yield {"id": task["id"], "intent": intent, "split": split, "messages": messages,
-               "text": render_chat(messages, add_generation_prompt=False)}
+        record = {"id": task["id"], "intent": intent, "split": split, "messages": messages,
+                  "text": render_chat(messages, add_generation_prompt=False)}
+        if wrong is not None:
+            record["untrained_turns"] = [wrong]     # assistant turn i is step i's call
+        yield record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--intents", default="", help=f"comma-separated subset of: {', '.join(ALL_INTENTS)}")
     parser.add_argument("--system", choices=("none", "compact", "full"), default="none",
                         help="system turn to put in every transcript (default none)")
+    parser.add_argument("--detour-share", type=float, default=DETOUR_SHARE,
+                        help=f"share of the search-and-add transcripts given a detour (default {DETOUR_SHARE})")
     args = parser.parse_args(argv)
     intents = [i.strip() for i in args.intents.split(",") if i.strip()] or None
     unknown = sorted(set(intents or []) - set(ALL_INTENTS))
@@ -63,13 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown intent(s) {', '.join(unknown)}; choose from {', '.join(ALL_INTENTS)}")
     if args.n < 1:
         parser.error("--n must be at least 1")
+    if not 0.0 <= args.detour_share <= 1.0:
+        parser.error("--detour-share must be between 0 and 1")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     lengths = []
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as f:
         system = None if args.system == "none" else args.system
-        for record in corpus_lines(args.split, args.n, args.seed, intents, system):
+        for record in corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share):
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             lengths.append(len(record["text"]))
     tmp.replace(out)
