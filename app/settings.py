@@ -16,7 +16,7 @@ RANGES = {
     "temperature": (0.0, 2.0, 0.05),
 }
 DEFAULTS: dict[str, Any] = {
-    "gen_length": 64, "block_size": 16, "steps": 16, "sampler": "threshold", "threshold": 0.99,
+    "gen_length": 64, "block_size": 16, "steps": 16, "sampler": "prefix_threshold", "threshold": 0.99,
     "temperature": 0.0, "seed": 0,
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}

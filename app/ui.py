@@ -45,7 +45,7 @@ def generation_controls(prefix: str, defaults: dict[str, Any], with_sampling: bo
     with gr.Row():
         controls += [gr.Dropdown(SAMPLER_CHOICES, value=defaults["sampler"], label="Sampler",
                                  elem_id=f"{prefix}-sampler"),
-                     _slider("threshold", "Threshold (threshold sampler)", defaults["threshold"],
+                     _slider("threshold", "Threshold (threshold samplers)", defaults["threshold"],
                              elem_id=f"{prefix}-threshold")]
         if with_sampling:
             controls += [_slider("temperature", "Temperature (0 = greedy)", defaults["temperature"],

@@ -180,7 +180,10 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
     name = name or folder.name
     base = dict(name=name, hf_id=str(folder), local_path=str(folder), model_types=(model_type,))
     if model_type == "sprout":
-        return Preset(family="sprout", options={"causal": bool(config.get("causal", False))},
+        causal = bool(config.get("causal", False))
+        defaults = _AR_DEFAULTS if causal else {"gen_length": 128, "block_size": 16, "steps": 16,
+                                                "sampler": "prefix_threshold", "threshold": 0.99}
+        return Preset(family="sprout", options={"causal": causal}, defaults=defaults,
                       description=f"Sprout, the bundled model ({folder.name}).", **base)
     extra = _read_playground(folder)
     match = next((p for p in PRESETS if model_type in p.model_types), None)

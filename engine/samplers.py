@@ -147,6 +147,38 @@ def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Ten
     return chosen
 
 
+def prefix_threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Tensor:
+    """Left-to-right threshold: the leftmost masked position, whatever its confidence, then the
+    masked positions after it, in order, while c_i >= tau; never one to the right of a position
+    left undecided this round.
+
+    Why: the plain threshold rule may commit a far-right token that is only confident under one
+    of two continuations the block has not chosen between yet. Measured on the Sprout twin: the
+    tool name of a call was still open while " a" at position 12 (0.99, only right in a
+    "Sorry, a ... is not available" answer) was committed, and the answer followed it. Here a
+    choice is made where a causal model would make it, with everything before it decided;
+    confident runs (the call template, a copied id) still go in one forward."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    idx = masked.nonzero()[:, 0]                                               # (M,) left to right
+    passes = (conf[idx[1:]] >= tau).long()
+    run = int(torch.cumprod(passes, 0).sum())                                  # confident run after the first
+    return _choose(masked, idx[: 1 + run])
+
+
+def prefix_threshold_ref(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Tensor:
+    """The same rule as a plain loop, for the tests."""
+    chosen = torch.zeros_like(masked)
+    first = True
+    for i in range(masked.shape[0]):
+        if not masked[i]:
+            continue
+        if not first and conf[i] < tau:
+            break
+        chosen[i], first = True, False
+    return chosen
+
+
 def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
     """Fast-dLLM factor rule. Indexing: c_(n) is the n-th largest masked confidence, n = 1..M
     (1-based), so c_(1) >= c_(2) >= ... Commit ranks 1..n for the largest n with
@@ -208,6 +240,8 @@ def select(
         return random(masked, k, generator)
     if name == "threshold":
         return threshold(conf, masked, config.threshold)
+    if name == "prefix_threshold":
+        return prefix_threshold(conf, masked, config.threshold)
     if name == "factor":
         return factor(conf, masked, config.factor)
     if name == "eb":

@@ -7,7 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-SAMPLERS = ("low_confidence", "margin", "entropy", "random", "threshold", "factor", "eb", "reference")
+SAMPLERS = ("low_confidence", "margin", "entropy", "random", "threshold", "prefix_threshold", "factor", "eb",
+            "reference")
 # Samplers whose `steps` is a fixed schedule (k tokens per round) rather than a cap.
 SCHEDULED_SAMPLERS = ("low_confidence", "margin", "entropy", "random")
 
@@ -20,9 +21,9 @@ class ConfigError(ValueError):
 class GenerationConfig:
     gen_length: int = 64        # tokens to generate (the canvas)
     block_size: int = 16        # tokens decoded together; must divide gen_length
-    steps: int = 8              # denoising rounds per block (a cap for threshold/factor/eb)
+    steps: int = 8              # denoising rounds per block (a cap for the threshold/factor/eb kinds)
     sampler: str = "threshold"
-    threshold: float = 0.9      # `threshold`: commit every proposal with confidence >= tau
+    threshold: float = 0.9      # `threshold`, `prefix_threshold`: commit proposals with confidence >= tau
     factor: float = 1.0         # `factor`: commit the largest n with (n+1)(1 - c_(n)) < f
     entropy_bound: float = 0.5  # `eb`: gamma in sum H - max H <= gamma
     temperature: float = 0.0    # 0 = greedy

@@ -127,6 +127,25 @@ def test_threshold_commits_confident_ones_plus_the_argmax():
     assert chosen(samplers.threshold(conf, mask(F, F, F, F, F), 0.9)) == set()
 
 
+def test_prefix_threshold_runs_left_to_right_from_the_first_masked():
+    conf = torch.tensor([0.95, 0.5, 0.99, 0.91, 0.3, 0.97])
+    rule = samplers.prefix_threshold
+    assert chosen(rule(conf, mask(T, T, T, T, T, T), 0.9)) == {0}              # 1 is unsure: the run stops
+    assert chosen(rule(conf, mask(F, T, T, T, T, T), 0.9)) == {1, 2, 3}        # 1 goes in as the first
+    assert chosen(rule(conf, mask(F, F, T, F, T, T), 0.9)) == {2}              # 4 (0.3) stops it, 5 waits
+    assert chosen(rule(conf, mask(F, F, F, T, F, T), 0.9)) == {3, 5}           # decided ones are skipped
+    assert chosen(rule(conf, mask(F, F, F, F, F, F), 0.9)) == set()
+    assert chosen(samplers.threshold(conf, mask(T, T, T, T, T, T), 0.9)) == {0, 2, 3, 5}   # the plain rule jumps
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**31), width=st.integers(1, 10), tau=st.floats(0.01, 1.0))
+def test_prefix_threshold_matches_its_loop(seed, width, tau):
+    g = torch.Generator().manual_seed(seed)
+    conf, masked = torch.rand(width, generator=g), torch.rand(width, generator=g) < 0.7
+    assert torch.equal(samplers.prefix_threshold(conf, masked, tau), samplers.prefix_threshold_ref(conf, masked, tau))
+
+
 @pytest.mark.parametrize(
     "f, expected",
     # sorted c = .99, .9, .8, .5 at positions 1, 3, 2, 0; (n+1)(1-c_(n)) = .02, .3, .8, 2.5

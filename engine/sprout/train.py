@@ -150,7 +150,7 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
         model = copy.deepcopy(model).cpu()
     model.eval()
     backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
-    cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="threshold", threshold=0.99)  # as engine.bench
+    cfg = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="prefix_threshold", threshold=0.99)
     tasks = validation_tasks(n_tasks)
     wins, nfe = 0, 0
     for task in tasks:
