@@ -7,9 +7,9 @@ One JSON line per task: {"id", "intent", "split", "messages": [{"role", "content
 the model learns the tools; loss goes on format.assistant_spans(text) except the assistant
 turns listed in "untrained_turns" (present only when there are some). Agent tasks are
 user -> (assistant call -> tool response)* -> assistant finish; document tasks are
-user -> assistant document (plain text). Intents come in balanced shuffled rounds. A share of
-the transcripts that can take one carry a detour (engine/world/detours.py): a wrong call, the
-shop's error, then the right call.
+user -> assistant document (plain text). Intents come in balanced shuffled rounds. With
+--detour-share, that share of the transcripts that can take one carry a detour
+(engine/world/detours.py): a wrong call, the shop's error, then the right call.
 """
 
 from __future__ import annotations
