@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.trace import SAMPLERS, ConfigError, GenerationConfig
+from engine.trace import SAMPLERS, SPROUT_DECODING, ConfigError, GenerationConfig
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.
 RANGES = {
@@ -16,8 +16,7 @@ RANGES = {
     "temperature": (0.0, 2.0, 0.05),
 }
 DEFAULTS: dict[str, Any] = {
-    "gen_length": 64, "block_size": 16, "steps": 16, "sampler": "prefix_threshold", "threshold": 0.99,
-    "temperature": 0.0, "seed": 0,
+    "gen_length": 64, **SPROUT_DECODING, "temperature": 0.0, "seed": 0,
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}
 SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]

@@ -23,6 +23,7 @@ import torch
 
 from engine.backends.base import Backend, BackendError
 from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
+from engine.trace import SPROUT_DECODING
 
 FAMILIES = ("full_attention", "block_causal", "causal", "sprout")
 # Backend knobs a preset may set (see the backend modules for what each means).
@@ -181,8 +182,7 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
     base = dict(name=name, hf_id=str(folder), local_path=str(folder), model_types=(model_type,))
     if model_type == "sprout":
         causal = bool(config.get("causal", False))
-        defaults = _AR_DEFAULTS if causal else {"gen_length": 128, "block_size": 16, "steps": 16,
-                                                "sampler": "prefix_threshold", "threshold": 0.99}
+        defaults = _AR_DEFAULTS if causal else {"gen_length": 128, **SPROUT_DECODING}
         return Preset(family="sprout", options={"causal": causal}, defaults=defaults,
                       description=f"Sprout, the bundled model ({folder.name}).", **base)
     extra = _read_playground(folder)

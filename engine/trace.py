@@ -9,6 +9,9 @@ from typing import Any
 
 SAMPLERS = ("low_confidence", "margin", "entropy", "random", "threshold", "prefix_threshold", "factor", "eb",
             "reference")
+# How the bundled Sprout-BD decodes by default (bench, playground, catalog): the left-to-right
+# threshold rule, chosen on 300 validation tasks (models/README.md).
+SPROUT_DECODING: dict[str, Any] = {"block_size": 16, "steps": 16, "sampler": "prefix_threshold", "threshold": 0.99}
 # Samplers whose `steps` is a fixed schedule (k tokens per round) rather than a cap.
 SCHEDULED_SAMPLERS = ("low_confidence", "margin", "entropy", "random")
 
