@@ -4,8 +4,8 @@ returning a Result (DESIGN.md, "The one data path"). Also the `python -m engine.
 Diffusion (semi-autoregressive block decoding): the generated span is a canvas (1, L) of mask
 ids. For each block in order: denoise rounds (one forward each) propose a token per position,
 the sampler commits some masked positions, until none is left; then the block is committed to
-the backend's cache. Autoregressive: prefill gives logits for the first token; each step
-commits one token and feeds it back.
+the backend's cache, unless generation ends with it. Autoregressive: prefill gives logits for
+the first token; each step commits one token and feeds it back.
 
 NFE counts the forwards that produce logits for sampling: denoise rounds, or AR prefill +
 steps. Diffusion prefill and block commit passes are not counted (as in the LLaDA / Fast-dLLM
@@ -142,11 +142,15 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
 
 @torch.inference_mode()
 def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool) -> int | None:
-    """Commit the block to the cache. With stop_on_eos and an EOS id in the block, fill every
-    later position with that (first) EOS id and return it; otherwise return None."""
-    backend.commit(canvas, block)
+    """With stop_on_eos and an EOS id in the block, fill every later position with that (first)
+    EOS id and return it; otherwise return None. The block is committed to the cache only when
+    a later block will be denoised: the commit pass costs about one forward, and nothing reads
+    the cache after the last block."""
     eos = next((t for t in canvas[0, block].tolist() if t in backend.eos_ids), None)
-    if not stop_on_eos or eos is None:
+    stops = stop_on_eos and eos is not None
+    if not stops and block.stop < canvas.shape[1]:
+        backend.commit(canvas, block)
+    if not stops:
         return None
     canvas[0, block.stop:] = eos
     return eos

@@ -24,21 +24,22 @@ def test_eos_stops_after_the_block_and_fills_the_rest():
     assert final == backend.tokenizer.encode("hi") + [EOS] * 14
     assert result.token_ids == backend.tokenizer.encode("hi") and result.text == "hi"
     assert result.stats.new_tokens == 2
-    assert backend.committed_blocks == [(0, 4)], "no block after the EOS block is denoised"
+    assert backend.committed_blocks == [], "generation ends in block 0: nothing reads a commit of it"
+    assert backend.denoise_calls == len(result.frames), "no block after the EOS block is denoised"
     assert {p for p, t, _ in result.frames[-1].committed if p >= 4} == set(range(4, 16))
 
 
 def test_eos_in_a_later_block():
     backend = FakeDiffusionBackend("abcdef")
     result = run(backend, PROMPT, config())
-    assert result.text == "abcdef" and backend.committed_blocks == [(0, 4), (4, 8)]
+    assert result.text == "abcdef" and backend.committed_blocks == [(0, 4)], "block 1 ends the generation"
     assert result.frames[-1].canvas[7:] == [EOS] * 9
 
 
 def test_without_stop_on_eos_every_block_runs():
     backend = FakeDiffusionBackend("hi")
     result = run(backend, PROMPT, config(stop_on_eos=False))
-    assert result.stats.stop_reason == "length" and len(backend.committed_blocks) == 4
+    assert result.stats.stop_reason == "length" and len(backend.committed_blocks) == 3, "all but the last block"
     assert result.text == "hi" and result.stats.new_tokens == 2
 
 
