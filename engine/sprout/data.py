@@ -19,40 +19,57 @@ from __future__ import annotations
 
 import bisect
 import random
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import torch
 
 from engine.world.format import assistant_spans
+
+# The decisions an answer turns on: which tool a call names, and which product id it copies
+# out of a search result (the row whose colour and size match). Each is one or a few tokens of
+# a ~40-token turn, so a plain mean spends little on them; `focus_weight` scales their loss.
+FOCUS = re.compile(r'<tool_call>\{"name":"([^"]+)"|"product_id":"([^"]+)"')
 
 
 @dataclass
 class Example:
     ids: list[int]
     spans: list[tuple[int, int]]      # token [start, end) of each assistant turn, eos included
+    focus: list[int] = field(default_factory=list)   # token positions of FOCUS values in those turns
+
+
+def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
+    """Token [lo, hi) lying wholly inside characters [s, e), empty tokens at the edges left out."""
+    lo, hi = bisect.bisect_left(starts, s), bisect.bisect_right(ends, e)
+    while lo < hi and offsets[lo][0] == offsets[lo][1]:
+        lo += 1
+    while hi > lo and offsets[hi - 1][0] == offsets[hi - 1][1]:
+        hi -= 1
+    return lo, hi
 
 
 def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
-    """Token ids and the assistant spans that carry loss; untrained[k] lists the assistant
-    turns of texts[k] (by index) that stay context only (a detour's wrong call)."""
+    """Token ids, the assistant spans that carry loss and the FOCUS tokens in them;
+    untrained[k] lists the assistant turns of texts[k] (by index) that stay context only (a
+    detour's wrong call)."""
     out = []
     encs = tokenizer(texts, return_offsets_mapping=True, add_special_tokens=False)   # batched, in Rust
     for k, (text, ids, offsets) in enumerate(zip(texts, encs["input_ids"], encs["offset_mapping"])):
         starts, ends = [a for a, _ in offsets], [b for _, b in offsets]   # both non-decreasing
         skip = set(untrained[k]) if untrained else set()
-        spans = []
+        spans, focus = [], []
         for turn, (s, e) in enumerate(assistant_spans(text)):
             if turn in skip:
                 continue
-            # the tokens lying wholly inside [s, e), empty ones at the edges left out
-            lo, hi = bisect.bisect_left(starts, s), bisect.bisect_right(ends, e)
-            while lo < hi and offsets[lo][0] == offsets[lo][1]:
-                lo += 1
-            while hi > lo and offsets[hi - 1][0] == offsets[hi - 1][1]:
-                hi -= 1
+            lo, hi = _tokens_inside(starts, ends, offsets, s, e)
             if lo < hi:
                 spans.append((lo, hi))
-        out.append(Example(ids=ids, spans=spans))
+            for m in FOCUS.finditer(text, s, e):
+                group = 1 if m.group(1) is not None else 2
+                a, b = _tokens_inside(starts, ends, offsets, m.start(group), m.end(group))
+                focus.extend(range(a, b))
+        out.append(Example(ids=ids, spans=spans, focus=focus))
     return out
 
 
@@ -87,18 +104,29 @@ def ar_batch(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.
     return ids, targets
 
 
+def ar_weights(examples: list[Example], length: int, focus_weight: float) -> torch.Tensor:
+    """(B, length) loss weights aligned with ar_batch's targets: position t predicts token t+1,
+    so it weighs focus_weight where t+1 is a focus token, else 1."""
+    weights = torch.ones(len(examples), length)
+    for b, ex in enumerate(examples):
+        at = [p - 1 for p in ex.focus if 0 < p <= length]
+        weights[b, at] = focus_weight
+    return weights
+
+
 @dataclass
 class BDBatch:
     clean: torch.Tensor       # (B, T) the clean context
     noisy: torch.Tensor       # (B, NB, C) blocks with masks applied
     starts: torch.Tensor      # (B, NB) position of each block's first token
     targets: torch.Tensor     # (B, NB, C) true ids where masked, else -100
-    weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight); 1 for pairs
+    weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight), 1 for
+                              # pairs; times focus_weight on focus tokens
     n_tokens: int             # target positions in real blocks (the loss denominator)
 
 
 def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], noise: tuple[float, float],
-             gen: torch.Generator, complementary: bool = False) -> BDBatch:
+             gen: torch.Generator, complementary: bool = False, focus_weight: float = 1.0) -> BDBatch:
     """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise].
     complementary: append each block's twin masked where the first is not (blocks j and
     j + NB/2 of a row are a pair); the loss is then the plain mean over all block tokens, since
@@ -132,6 +160,13 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
         truth, starts, real = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2)
         masked = torch.cat([masked, ~masked], dim=1)
         weights = torch.ones(B, 2 * NB, C)
+    if focus_weight != 1.0:
+        pos = starts[..., None] + torch.arange(C)                           # (B, NB', C) token positions
+        focus = torch.zeros_like(pos, dtype=torch.bool)
+        for b, ex in enumerate(examples):
+            if ex.focus:
+                focus[b] = torch.isin(pos[b], torch.tensor(ex.focus))
+        weights = torch.where(focus & real[..., None], weights * focus_weight, weights)
     masked &= real[..., None]
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))

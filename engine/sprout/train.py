@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from engine.sprout.config import SproutConfig, preset_config
-from engine.sprout.data import Example, ar_batch, bd_batch, buckets, encode_texts
+from engine.sprout.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
+from engine.sprout.grow import grow
 from engine.sprout.modeling import SproutModel
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 
@@ -95,20 +96,33 @@ def atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int]) -> tuple[torch.Tensor, int]:
+def next_token_loss(logits: torch.Tensor, batch: list[Example], targets: torch.Tensor,
+                    focus_weight: float = 1.0) -> torch.Tensor:
+    """Mean CE over assistant targets (B, T), focus tokens counted focus_weight times."""
+    if focus_weight == 1.0:
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="none")
+    weights = ar_weights(batch, targets.shape[1], focus_weight).to(ce.device).flatten()
+    return (ce * weights).sum() / max(int((targets != -100).sum()), 1)
+
+
+def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
+            focus_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
     logits = model(x)                                                     # (B, T, V)
     n = int((targets != -100).sum())
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100), n
+    return next_token_loss(logits, batch, targets, focus_weight), n
 
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
-            gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0) -> tuple[torch.Tensor, int]:
+            gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
+            focus_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
-    adaptation keeps and sharpens what the AR twin knows about copying from the prompt."""
+    adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
+    tokens (data.FOCUS) count focus_weight times in both."""
     cfg = model.config
-    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary)   # on the CPU
+    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight)   # on the CPU
     b = dataclasses.replace(b, **{f: getattr(b, f).to(model.device) for f in ("clean", "noisy", "starts", "targets",
                                                                               "weights")})
     logits, clean_h = model.bd_forward(b.clean, b.noisy, b.starts)        # (B, NB, C, V), (B, T, d)
@@ -118,8 +132,7 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     loss = (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1)
     if ar_weight:
         ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
-        loss = loss + ar_weight * F.cross_entropy(model.logits(clean_h).flatten(0, 1), ar_targets.flatten(),
-                                                  ignore_index=-100)
+        loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight)
     return loss, int((b.targets != -100).sum())
 
 
@@ -183,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="BD: weight of the clean stream's next-token loss (0 = diffusion loss only)")
     p.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
+    p.add_argument("--focus-weight", type=float, default=1.0,
+                   help="loss weight of the tokens a call turns on: its tool name, a copied product id")
+    p.add_argument("--grow", default="",
+                   help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
     p.add_argument("--seed", type=int, default=0)
@@ -225,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.init_from:
         model = SproutModel.from_pretrained(args.init_from, dtype=torch.float32)
         model.config.causal = args.twin == "ar"
+        if args.grow:
+            model = grow(model, args.grow)
+    elif args.grow:
+        p.error("--grow appends layers to trained weights: give --init-from too.")
     else:
         model = SproutModel(preset_config(
             args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
@@ -232,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(model.config, SproutConfig)
     model.to(device)
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
-              "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts)}
+              "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
+              "focus_weight": args.focus_weight, "grow": args.grow}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)
@@ -318,11 +340,12 @@ def main(argv: list[str] | None = None) -> int:
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)
             if args.twin == "ar":
-                loss, n = loss_ar(model, batch, ids)
+                loss, n = loss_ar(model, batch, ids, args.focus_weight)
             else:
                 block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
                                                                    generator=gen))]
-                loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight)
+                loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
+                                  args.focus_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

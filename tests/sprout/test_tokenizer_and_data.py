@@ -5,7 +5,7 @@ import random
 import torch
 from transformers import AutoTokenizer
 
-from engine.sprout.data import ar_batch, bd_batch, buckets, encode_texts
+from engine.sprout.data import FOCUS, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from engine.sprout.tokenizer import EOS, PAD
 from engine.world.format import SPECIAL_TOKENS, assistant_spans
 from tests.sprout.helpers import corpus_texts, special_ids, tiny_tokenizer
@@ -99,3 +99,42 @@ def test_noise_reaching_one_masks_whole_blocks_as_decoding_starts():
         b = bd_batch(exs, 4, ids, (0.5, 1.0), torch.Generator().manual_seed(seed))
         full += int(((b.targets != -100).all(-1)).sum())
     assert full > 0
+
+
+def _shop_text() -> str:
+    return next(t for t in corpus_texts() if '"product_id":"' in t)
+
+
+def test_focus_tokens_are_the_tool_names_and_the_copied_product_ids():
+    tok = tiny_tokenizer()
+    text = _shop_text()
+    ex = encode_texts([text], tok)[0]
+    # the focus tokens, read back in order, spell each call's tool name and product id
+    pieces = "".join(tok.decode([ex.ids[p]]) for p in ex.focus)
+    want = "".join(m.group(1) or m.group(2) for m in FOCUS.finditer(text))
+    assert pieces == want and "add_to_cart" in pieces and "finish" in pieces
+    inside = {t for s, e in ex.spans for t in range(s, e)}
+    assert set(ex.focus) <= inside, "focus tokens lie in assistant turns only"
+    # a turn left untrained leaves its focus tokens out too
+    first_call = encode_texts([text], tok, [[0]])[0]
+    assert len(first_call.focus) < len(ex.focus)
+
+
+def test_focus_weight_scales_only_the_focus_targets():
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    exs = encode_texts([_shop_text(), corpus_texts()[0]], tok)
+    batch = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), True, focus_weight=3.0)
+    plain = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), True)
+    assert torch.equal(batch.targets, plain.targets) and torch.equal(plain.weights, torch.ones_like(plain.weights))
+    positions = batch.starts[..., None] + torch.arange(8)
+    for b, ex in enumerate(exs):
+        focused = torch.isin(positions[b], torch.tensor(ex.focus or [-1]))
+        n_real = sum(-(-(e - s) // 8) for s, e in ex.spans)                   # real blocks of this row
+        rows = torch.cat([torch.arange(n_real), batch.starts.shape[1] // 2 + torch.arange(n_real)])
+        w = batch.weights[b, rows]
+        assert torch.equal(w == 3.0, focused[rows]) and bool((w[~focused[rows]] == 1.0).all())
+    _, targets = ar_batch(exs, ids["pad"])
+    weights = ar_weights(exs, targets.shape[1], 3.0)
+    for b, ex in enumerate(exs):
+        assert sorted((weights[b] == 3.0).nonzero()[:, 0].tolist()) == sorted(p - 1 for p in ex.focus)

@@ -41,6 +41,13 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     # the adapted twin keeps the AR twin's tokenizer
     assert (bd / "tokenizer.json").read_text() == (ar / "tokenizer.json").read_text()
 
+    grown = tmp_path / "sprout-bd-grown"
+    run(tmp_path, "--twin", "bd", "--out", str(grown), "--init-from", str(bd), "--max-steps", "2", "--grow", "A",
+        "--focus-weight", "3")
+    assert AutoModel.from_pretrained(grown).config.layer_pattern == bd_config.layer_pattern + "A"
+    recipe = json.loads((grown / "training.json").read_text())
+    assert recipe["grow"] == "A" and recipe["focus_weight"] == 3.0
+
 
 def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     """The AR twin is evaluated autoregressively, the BD twin by block diffusion."""
@@ -123,3 +130,22 @@ def test_minutes_end_the_run(tmp_path):
     run(tmp_path, "--twin", "ar", "--out", str(ar), "--max-steps", "2000", "--minutes", "0.003")
     log = [json.loads(line) for line in (tmp_path / "runs" / "sprout-ar" / "log.jsonl").read_text().splitlines()]
     assert max(rec["step"] for rec in log) < 1000
+
+
+def test_focus_weight_raises_the_loss_by_the_focus_tokens_share():
+    """With focus weight w the AR loss grows by (w - 1) x the focus tokens' CE / all targets."""
+    from engine.sprout.data import ar_batch, encode_texts
+    from engine.sprout.train import loss_ar
+    from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    model = tiny_sprout(causal=True)
+    batch = encode_texts([t for t in corpus_texts() if '"product_id":"' in t][:2], tok)
+    x, targets = ar_batch(batch, special_ids(tok)["pad"])
+    with torch.no_grad():
+        plain, n = loss_ar(model, batch, special_ids(tok))
+        focused, _ = loss_ar(model, batch, special_ids(tok), focus_weight=3.0)
+        ce = torch.nn.functional.cross_entropy(model(x).transpose(1, 2), targets, ignore_index=-100, reduction="none")
+    focus_ce = sum(ce[b, p - 1] for b, ex in enumerate(batch) for p in ex.focus)
+    assert sum(len(ex.focus) for ex in batch) > 0
+    torch.testing.assert_close(focused - plain, 2.0 * focus_ce / n)

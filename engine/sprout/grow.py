@@ -1,0 +1,35 @@
+"""Grow a trained Sprout by appending layers that start as the identity.
+
+The new layers' output projections (the mixer's `out`, the MLP's `down`) are zero, so each
+adds nothing to the residual stream: the grown model's logits equal the original's in every
+mode (clean, denoise, commit) until training moves them. Their other weights get the usual
+random init, so the first step's gradient on `out` / `down` is not zero.
+
+Why: the shipped twins pick the wrong row of a search result in about a quarter of shop tasks,
+on training transcripts as often as on fresh ones (an underfit, not a memorised, decision), and
+choosing a row by its colour then copying its id takes more hops than two attention layers
+give easily. An appended attention layer is one more hop, without retraining from scratch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.sprout.modeling import SproutModel
+
+
+def grow(model: SproutModel, extra: str) -> SproutModel:
+    """A new model with layer_pattern + `extra` (G / A letters), the old layers' weights copied."""
+    if not extra or set(extra) - {"G", "A"}:
+        raise ValueError(f"Layers to append must be a string of G and A, got {extra!r}.")
+    config = model.config.__class__(**{**model.config.to_dict(), "layer_pattern": model.config.layer_pattern + extra})
+    grown = SproutModel(config).to(device=model.device, dtype=next(model.parameters()).dtype)
+    missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
+    if unexpected:
+        raise ValueError(f"Weights without a place in the grown model: {', '.join(unexpected)}.")
+    first_new = len(model.config.layer_pattern)
+    with torch.no_grad():
+        for i in range(first_new, len(config.layer_pattern)):
+            grown.mixers[i].out.weight.zero_()
+            grown.mlps[i].down.weight.zero_()
+    return grown

@@ -1,0 +1,33 @@
+"""Growing a trained Sprout: appended layers start as the identity and still learn."""
+
+import pytest
+import torch
+
+from engine.sprout.grow import grow
+from tests.sprout.helpers import tiny_sprout
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grown_model_computes_what_the_original_did(causal):
+    model = tiny_sprout(causal=causal, pattern="GA")
+    grown = grow(model, "AG").eval()
+    assert grown.config.layer_pattern == "GAAG" and model.config.layer_pattern == "GA"
+    ids = torch.randint(5, 300, (2, 24))
+    torch.testing.assert_close(grown(ids), model(ids), rtol=0, atol=0)
+    cache, last = model.prefill(ids[:, :16])
+    grown_cache, grown_last = grown.prefill(ids[:, :16])
+    torch.testing.assert_close(grown_last, last, rtol=0, atol=0)
+    torch.testing.assert_close(grown.denoise(ids[:, 16:24], grown_cache), model.denoise(ids[:, 16:24], cache),
+                               rtol=0, atol=0)
+    torch.testing.assert_close(grown.commit(ids[:, 16:20], grown_cache)[1], model.commit(ids[:, 16:20], cache)[1],
+                               rtol=0, atol=0)
+
+
+def test_appended_layer_gets_a_gradient_and_bad_patterns_are_refused():
+    grown = grow(tiny_sprout(causal=True), "A").train()
+    ids = torch.randint(5, 300, (2, 12))
+    torch.nn.functional.cross_entropy(grown(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()
+    assert grown.mixers[2].out.weight.grad.abs().sum() > 0 and grown.mlps[2].down.weight.grad.abs().sum() > 0
+    for bad in ("", "X", "AB"):
+        with pytest.raises(ValueError, match="G and A"):
+            grow(tiny_sprout(causal=True), bad)
