@@ -299,18 +299,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     keys = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound",
             "temperature", "top_p", "top_k", "seed")
-    try:
-        if not args.prompt.strip():
-            raise ConfigError("The prompt is empty: pass some text with --prompt.")
-        config = GenerationConfig(**{k: getattr(args, k) for k in keys if getattr(args, k) is not None})
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+    flags = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if not args.prompt.strip():
+        print("error: The prompt is empty: pass some text with --prompt.", file=sys.stderr)
         return 2
     # Imported here, once the arguments are fine: loading the catalog pulls in transformers.
     from engine import catalog
 
     errors = (BackendError, ValueError, getattr(catalog, "CatalogError", BackendError))   # ValueError: ConfigError
     try:
+        # the model's own decoding defaults (the playground's), then the flags given
+        config = GenerationConfig(**{**catalog.resolve(args.model).defaults, **flags})
         backend = catalog.load_backend(args.model, device=args.device)
         prompt_ids = backend.encode_chat([{"role": "user", "content": args.prompt}])
         live = _live_printer(backend, sys.stderr if args.json else sys.stdout) if args.live else None

@@ -31,7 +31,12 @@ def catalog(monkeypatch):
             return FakeARBackend(ANSWER)
         raise BackendError(f"No model called {name_or_path!r}; try fake-dllm.")
 
-    stub.load_backend = load_backend
+    def resolve(name_or_path: str):
+        if name_or_path not in ("fake-dllm", "fake-ar"):
+            raise BackendError(f"No model called {name_or_path!r}; try fake-dllm.")
+        return types.SimpleNamespace(defaults=stub.defaults.get(name_or_path, {}))
+
+    stub.load_backend, stub.resolve, stub.defaults = load_backend, resolve, {}
     monkeypatch.setitem(sys.modules, "engine.catalog", stub)
     monkeypatch.setattr(engine, "catalog", stub, raising=False)
     return stub
@@ -49,6 +54,16 @@ def test_json_output(catalog, capsys):
                                      "first_token_s", "stop_reason"}
     assert payload["stats"]["new_tokens"] == len(ANSWER)
     assert catalog.loaded == [("fake-dllm", "cpu")]
+
+
+def test_the_models_decoding_defaults_apply_unless_a_flag_says_otherwise(catalog, capsys):
+    catalog.defaults["fake-dllm"] = {"block_size": 8, "steps": 8, "sampler": "prefix_threshold", "threshold": 0.97}
+    assert main(["--model", "fake-dllm", "--prompt", "Say hello", "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["block_size"], config["sampler"], config["threshold"]) == (8, "prefix_threshold", 0.97)
+    assert main(["--model", "fake-dllm", "--prompt", "Say hello", "--threshold", "0.5", "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["sampler"], config["threshold"]) == ("prefix_threshold", 0.5)
 
 
 def test_plain_output_is_text_then_stats(catalog, capsys):
