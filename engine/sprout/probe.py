@@ -1,0 +1,115 @@
+"""Row-choice probe: how often a Sprout twin copies the right product id out of a search result.
+
+Most failed shop tasks of both twins come down to one token: the first digit of the product id
+in add_to_cart, where the model picks a row of the search result. This probe scores that token
+alone on fresh transcripts, in the state decoding meets it: the AR twin reads its causal
+logits; the BD twin denoises the id's block with every token left of the digit committed and
+the rest masked (as prefix_threshold decodes). A wrong pick is sorted by what its row gets
+wrong (colour, size). It takes a minute on the CPU, so it can score checkpoints during training.
+
+    python -m engine.sprout.probe --model models/sprout-bd [--split heldout --n 240 --json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+import torch
+
+from engine.world.corpus import corpus_lines
+
+PROBE_INTENTS = ["shop_add", "shop_buy", "shop_out_of_stock"]
+ID_OPENING = '"product_id":"P'   # the digit after this picks the row
+
+
+def _decisions(record: dict[str, Any]) -> list[tuple[int, dict[str, str], list[dict[str, Any]]]]:
+    """(character offset of the id's first digit, the call's arguments, the rows it chose from)
+    for each add_to_cart in a transcript, with the latest search result before it."""
+    out, rows, offset, text = [], [], 0, record["text"]
+    for message in record["messages"]:
+        content = message["content"]
+        at = text.index(content, offset)
+        offset = at + len(content)
+        if message["role"] == "tool" and content.startswith("["):
+            rows = json.loads(content)
+        if message["role"] == "assistant" and ID_OPENING in content:
+            arguments = json.loads(content.split("<tool_call>", 1)[1].rsplit("</tool_call>", 1)[0])["arguments"]
+            out.append((at + content.index(ID_OPENING) + len(ID_OPENING), arguments, rows))
+    return out
+
+
+@torch.inference_mode()
+def _digit_logits(model, ids: list[int], position: int, turn_start: int, block_size: int, mask_id: int) -> torch.Tensor:
+    """Logits (V,) for token `position` as decoding meets it."""
+    if model.config.causal:
+        return model(torch.tensor([ids[:position]]))[0, -1]
+    start = turn_start + (position - turn_start) // block_size * block_size      # its block's first token
+    cache, _ = model.prefill(torch.tensor([ids[:start]]))
+    block = ids[start:position] + [mask_id] * (block_size - (position - start))
+    return model.denoise(torch.tensor([block]), cache)[0, position - start]
+
+
+def row_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, seed: int = 9090,
+                     block_size: int = 16) -> dict[str, Any]:
+    """Accuracy and NLL of the row-choosing digit over the add_to_cart calls of n transcripts."""
+    mask_id = tokenizer.convert_tokens_to_ids("<|mask|>")
+    assistant = tokenizer.convert_tokens_to_ids("<|assistant|>")
+    counts, nll = Counter(), 0.0
+    for record in corpus_lines(split, n, seed, intents=PROBE_INTENTS):
+        enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
+        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+        for char, arguments, rows in _decisions(record):
+            position = next(i for i, (a, b) in enumerate(offsets) if a <= char < b)
+            turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
+            logp = _digit_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
+            guess = int(logp.argmax())
+            counts["decisions"] += 1
+            nll -= float(logp[ids[position]])
+            if guess == ids[position]:
+                counts["right"] += 1
+                continue
+            digit = tokenizer.decode([guess])
+            picked = [r for r in rows if r["id"][1:2] == digit]
+            if not picked:
+                counts["wrong: no such row"] += 1
+            elif any(r["size"] == arguments.get("size") for r in picked):   # the right size: so the colour is off
+                counts["wrong: a row of another colour"] += 1
+            else:
+                counts["wrong: a row of another size"] += 1
+    total = max(counts["decisions"], 1)
+    return {"model_causal": bool(model.config.causal), "split": split, "transcripts": n,
+            "decisions": counts["decisions"], "accuracy": counts["right"] / total, "nll": nll / total,
+            "wrong": {k.split(": ", 1)[1]: v for k, v in counts.items() if k.startswith("wrong")}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m engine.sprout.probe", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="a Sprout folder")
+    p.add_argument("--split", choices=("train", "heldout"), default="heldout")
+    p.add_argument("--n", type=int, default=240, help="shop transcripts")
+    p.add_argument("--block-size", type=int, default=16, help="BD: the decoding block size")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    from engine.backends.base import BackendError
+    from engine.backends.sprout import load
+
+    try:
+        backend = load(args.model, device="cpu")
+    except BackendError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    report = row_choice_probe(backend.model, backend.tokenizer, args.split, args.n, block_size=args.block_size)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"{args.model}: row-choosing digit right in {report['accuracy']:.1%} of {report['decisions']} "
+              f"add_to_cart calls ({args.split}), NLL {report['nll']:.3f}; wrong: {report['wrong']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
