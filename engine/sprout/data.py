@@ -26,10 +26,12 @@ import torch
 
 from engine.world.format import assistant_spans
 
-# The decisions an answer turns on: which tool a call names, and which product id it copies
-# out of a search result (the row whose colour and size match). Each is one or a few tokens of
-# a ~40-token turn, so a plain mean spends little on them; `focus_weight` scales their loss.
-FOCUS = re.compile(r'<tool_call>\{"name":"([^"]+)"|"product_id":"([^"]+)"')
+# The decision most failed shop tasks turn on: which product id a call copies out of a search
+# result (the row whose colour and size match; engine.sprout.probe scores it). It is a few
+# tokens of a ~40-token turn, so a plain mean spends little on it; `focus_weight` scales its
+# loss. Weighting the tool names as well (x4, 450 CPU steps) made Sprout-BD answer "not
+# available" where it should add (wrong_tool 9 -> 29 of 300 validation tasks), so it does not.
+FOCUS = re.compile(r'"product_id":"([^"]+)"')
 
 
 @dataclass
@@ -66,8 +68,7 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             if lo < hi:
                 spans.append((lo, hi))
             for m in FOCUS.finditer(text, s, e):
-                group = 1 if m.group(1) is not None else 2
-                a, b = _tokens_inside(starts, ends, offsets, m.start(group), m.end(group))
+                a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 focus.extend(range(a, b))
         out.append(Example(ids=ids, spans=spans, focus=focus))
     return out

@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
     p.add_argument("--focus-weight", type=float, default=1.0,
-                   help="loss weight of the tokens a call turns on: its tool name, a copied product id")
+                   help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--threads", type=int, default=None)
