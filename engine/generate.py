@@ -147,13 +147,12 @@ def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool
     a later block will be denoised: the commit pass costs about one forward, and nothing reads
     the cache after the last block."""
     eos = next((t for t in canvas[0, block].tolist() if t in backend.eos_ids), None)
-    stops = stop_on_eos and eos is not None
-    if not stops and block.stop < canvas.shape[1]:
+    if stop_on_eos and eos is not None:
+        canvas[0, block.stop:] = eos
+        return eos
+    if block.stop < canvas.shape[1]:
         backend.commit(canvas, block)
-    if not stops:
-        return None
-    canvas[0, block.stop:] = eos
-    return eos
+    return None
 
 
 def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
