@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
+from engine.sprout.tokenizer import MASK
 from engine.world.corpus import corpus_lines
+from engine.world.format import ROLE_MARKERS
 
 PROBE_INTENTS = ["shop_add", "shop_buy", "shop_out_of_stock"]
 ID_OPENING = '"product_id":"P'   # the digit after this picks the row
@@ -56,8 +58,8 @@ def _digit_logits(model, ids: list[int], position: int, turn_start: int, block_s
 def row_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, seed: int = 9090,
                      block_size: int = 16) -> dict[str, Any]:
     """Accuracy and NLL of the row-choosing digit over the add_to_cart calls of n transcripts."""
-    mask_id = tokenizer.convert_tokens_to_ids("<|mask|>")
-    assistant = tokenizer.convert_tokens_to_ids("<|assistant|>")
+    mask_id = tokenizer.convert_tokens_to_ids(MASK)
+    assistant = tokenizer.convert_tokens_to_ids(ROLE_MARKERS["assistant"])
     counts, nll = Counter(), 0.0
     for record in corpus_lines(split, n, seed, intents=PROBE_INTENTS):
         enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
