@@ -1,4 +1,4 @@
-"""Grow a trained Sprout by appending layers that start as the identity.
+"""Grow a trained Sprout: append layers, or widen the G layers' short conv; both start as the identity.
 
 The new layers' output projections (the mixer's `out`, the MLP's `down`) are zero, so each
 adds nothing to the residual stream: the grown model's logits equal the original's in every
@@ -37,3 +37,25 @@ def grow(model: SproutModel, extra: str) -> SproutModel:
             grown.mixers[i].out.weight.zero_()
             grown.mlps[i].down.weight.zero_()
     return grown
+
+
+def widen_conv(model: SproutModel, width: int) -> SproutModel:
+    """A new model whose G layers' causal conv spans `width` tokens, the old taps copied to the
+    newest positions and the added (older) taps zero: out_t = sum_j w_j x_{t-width+1+j}, so
+    zero taps on the oldest inputs leave every output as it was.
+
+    Why: a search row reads `{"color":"grey","size":"M","id":"P5K9",...}`. The size is 5 tokens
+    before the id's first digit and the colour 9; the twins always match the size and miss the
+    colour in ~28 % of calls (engine.sprout.probe). With width >= 10 the q / k / v of the id's
+    digits see the row's colour directly, instead of through the recurrence alone."""
+    old = model.config.conv_size
+    if width <= old:
+        raise ValueError(f"The conv can only be widened: it spans {old} tokens, asked for {width}.")
+    config = model.config.__class__(**{**model.config.to_dict(), "conv_size": width})
+    wide = SproutModel(config).to(device=model.device, dtype=next(model.parameters()).dtype)
+    state = model.state_dict()
+    for name, tensor in list(state.items()):
+        if name.endswith(".conv"):
+            state[name] = torch.cat([tensor.new_zeros(tensor.shape[0], width - old), tensor], dim=1)
+    wide.load_state_dict(state, strict=True)
+    return wide

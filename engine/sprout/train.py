@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from engine.sprout.config import SproutConfig, preset_config
 from engine.sprout.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
-from engine.sprout.grow import grow
+from engine.sprout.grow import grow, widen_conv
 from engine.sprout.modeling import SproutModel
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 
@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
+    p.add_argument("--conv-size", type=int, default=None,
+                   help="with --init-from: widen the G layers' short conv to this many tokens (new taps zero)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
     p.add_argument("--seed", type=int, default=0)
@@ -244,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         model.config.causal = args.twin == "ar"
         if args.grow:
             model = grow(model, args.grow)
-    elif args.grow:
-        p.error("--grow appends layers to trained weights: give --init-from too.")
+        if args.conv_size and args.conv_size != model.config.conv_size:
+            model = widen_conv(model, args.conv_size)
+    elif args.grow or args.conv_size:
+        p.error("--grow and --conv-size change trained weights: give --init-from too.")
     else:
         model = SproutModel(preset_config(
             args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
@@ -254,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     model.to(device)
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
               "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
-              "focus_weight": args.focus_weight, "grow": args.grow}
+              "focus_weight": args.focus_weight, "grow": args.grow,
+              "conv_size": model.config.conv_size}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)

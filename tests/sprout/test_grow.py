@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from engine.sprout.grow import grow
+from engine.sprout.grow import grow, widen_conv
 from tests.sprout.helpers import tiny_sprout
 
 
@@ -31,3 +31,27 @@ def test_appended_layer_gets_a_gradient_and_bad_patterns_are_refused():
     for bad in ("", "X", "AB"):
         with pytest.raises(ValueError, match="G and A"):
             grow(tiny_sprout(causal=True), bad)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_widened_conv_computes_what_the_original_did_and_learns(causal):
+    model = tiny_sprout(causal=causal, pattern="GA")
+    wide = widen_conv(model, 10).eval()
+    assert wide.config.conv_size == 10 and wide.mixers[0].conv.shape[1] == 10
+    ids = torch.randint(5, 300, (2, 24))
+    torch.testing.assert_close(wide(ids), model(ids), rtol=0, atol=0)
+    cache, last = model.prefill(ids[:, :16])
+    wide_cache, wide_last = wide.prefill(ids[:, :16])
+    torch.testing.assert_close(wide_last, last, rtol=0, atol=0)
+    torch.testing.assert_close(wide.denoise(ids[:, 16:24], wide_cache), model.denoise(ids[:, 16:24], cache),
+                               rtol=0, atol=0)
+    torch.testing.assert_close(wide.commit(ids[:, 16:20], wide_cache)[1], model.commit(ids[:, 16:20], cache)[1],
+                               rtol=0, atol=0)
+    wide.train()
+    torch.nn.functional.cross_entropy(wide(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()
+    assert wide.mixers[0].conv.grad[:, :6].abs().sum() > 0      # the new, older taps learn
+
+
+def test_conv_is_only_widened():
+    with pytest.raises(ValueError, match="only be widened"):
+        widen_conv(tiny_sprout(causal=True), 4)

@@ -10,10 +10,10 @@ from engine.sprout.modeling import SproutModel
 VOCAB = 50
 
 
-def tiny_model(pattern: str = "GAGA", seed: int = 0, logit_shift: bool = False) -> SproutModel:
+def tiny_model(pattern: str = "GAGA", seed: int = 0, logit_shift: bool = False, conv: int = 4) -> SproutModel:
     torch.manual_seed(seed)
     cfg = preset_config("smoke", vocab_size=VOCAB, layer_pattern=pattern, mask_token_id=1, eos_token_id=2,
-                        pad_token_id=0, logit_shift=logit_shift)
+                        pad_token_id=0, logit_shift=logit_shift, conv_size=conv)
     model = SproutModel(cfg).eval()
     with torch.no_grad():   # non-trivial calibration and decay so the test can catch misuse
         for p in model.parameters():
@@ -24,8 +24,9 @@ def tiny_model(pattern: str = "GAGA", seed: int = 0, logit_shift: bool = False) 
 @pytest.mark.parametrize("shift", [False, True], ids=["no-shift", "logit-shift"])
 @pytest.mark.parametrize("pattern", ["GA", "GGAG", "AG"])
 @pytest.mark.parametrize("block", [4, 8, 16])
-def test_bd_training_pass_equals_prefill_then_denoise(pattern, block, shift):
-    model = tiny_model(pattern, logit_shift=shift)
+@pytest.mark.parametrize("conv", [4, 12], ids=["conv4", "conv12"])   # 12: the tail spans past a 4- or 8-block
+def test_bd_training_pass_equals_prefill_then_denoise(pattern, block, shift, conv):
+    model = tiny_model(pattern, logit_shift=shift, conv=conv)
     gen = torch.Generator().manual_seed(block)
     T = 45
     clean = torch.randint(3, VOCAB, (2, T), generator=gen)
@@ -93,8 +94,9 @@ def test_denoise_leaves_cache_untouched_and_commit_extends_it():
 
 
 @pytest.mark.parametrize("pattern", ["GAGA", "GG"])
-def test_ar_parallel_logits_equal_step_by_step(pattern):
-    model = tiny_model(pattern)
+@pytest.mark.parametrize("conv", [4, 12], ids=["conv4", "conv12"])
+def test_ar_parallel_logits_equal_step_by_step(pattern, conv):
+    model = tiny_model(pattern, conv=conv)
     ids = torch.randint(3, VOCAB, (1, 30))
     with torch.no_grad():
         parallel = model(ids)[0]                                   # (T, V)
