@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.world.entities import COLORS
 from engine.world.format import assistant_spans
 
 # The decision most failed shop tasks turn on: which product id a call copies out of a search
@@ -32,6 +33,9 @@ from engine.world.format import assistant_spans
 # loss. Weighting the tool names as well (x4, 450 CPU steps) made Sprout-BD answer "not
 # available" where it should add (wrong_tool 9 -> 29 of 300 validation tasks), so it does not.
 FOCUS = re.compile(r'"product_id":"([^"]+)"')
+# A search result row (engine.world.tools.search_products): its colour and its id, whose tokens
+# `Example.row_colours` marks with the colour for the read-out loss (engine.sprout.readout).
+ROW = re.compile(r'"color":"(\w+)","size":"[^"]+","id":"([^"]+)"')
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Example:
     ids: list[int]
     spans: list[tuple[int, int]]      # token [start, end) of each assistant turn, eos included
     focus: list[int] = field(default_factory=list)   # token positions of FOCUS values in those turns
+    row_colours: list[tuple[int, int]] = field(default_factory=list)   # (token position, COLORS index) of row ids
 
 
 def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
@@ -52,7 +57,8 @@ def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) 
 
 
 def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
-    """Token ids, the assistant spans that carry loss and the FOCUS tokens in them;
+    """Token ids, the assistant spans that carry loss, the FOCUS tokens in them and the search
+    rows' id tokens with their colours;
     untrained[k] lists the assistant turns of texts[k] (by index) that stay context only (a
     detour's wrong call)."""
     out = []
@@ -70,7 +76,12 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             for m in FOCUS.finditer(text, s, e):
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 focus.extend(range(a, b))
-        out.append(Example(ids=ids, spans=spans, focus=focus))
+        row_colours = []
+        for m in ROW.finditer(text):
+            if m.group(1) in COLORS:
+                a, b = _tokens_inside(starts, ends, offsets, m.start(2), m.end(2))
+                row_colours.extend((p, COLORS.index(m.group(1))) for p in range(a, b))
+        out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours))
     return out
 
 

@@ -13,6 +13,7 @@ Logs: `runs/<out name>/log.jsonl` (loss, lr, tokens/s, evals).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import json
@@ -33,6 +34,7 @@ from engine.sprout.config import SproutConfig, preset_config
 from engine.sprout.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from engine.sprout.grow import grow, widen_conv
 from engine.sprout.modeling import SproutModel
+from engine.sprout.readout import RowColourReadout
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 
 TRAIN_PRESETS = {
@@ -198,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
     p.add_argument("--focus-weight", type=float, default=1.0,
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
+    p.add_argument("--row-colour-weight", type=float, default=0.0,
+                   help="weight of the auxiliary loss that reads each search row's colour at its id tokens "
+                        "(engine.sprout.readout; 0 = off)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--conv-size", type=int, default=None,
@@ -259,19 +264,25 @@ def main(argv: list[str] | None = None) -> int:
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
               "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
               "focus_weight": args.focus_weight, "grow": args.grow,
-              "conv_size": model.config.conv_size}
+              "conv_size": model.config.conv_size, "row_colour_weight": args.row_colour_weight}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)
         model.config.logit_shift = args.logit_shift
         recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
                       complementary=args.complementary, ar_weight=args.ar_weight)
-    opt = torch.optim.AdamW(param_groups(model, weight_decay=0.1), lr=hp["lr"], betas=(0.9, 0.95))
+    readout = RowColourReadout(model).to(device) if args.row_colour_weight else None
+    groups = param_groups(model, weight_decay=0.1)
+    if readout is not None:   # training-only heads: in the run's state, never in the model folder
+        groups.append({"params": list(readout.parameters()), "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(0.9, 0.95))
     state_path = run_dir / "state.pt"
     step, best, tokens_seen, seconds_before = 0, None, 0, 0.0
     if state_path.exists():
         st = torch.load(state_path, weights_only=False, map_location=device)
         model.load_state_dict(st["model"])
+        if readout is not None and "readout" in st:
+            readout.load_state_dict(st["readout"])
         try:
             opt.load_state_dict(st["opt"])
         except ValueError:   # saved before the decay / no-decay groups: the weights still resume
@@ -302,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def save_state():
         atomic_torch_save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "best": best,
-                           "tokens_seen": tokens_seen, "seconds": seconds_before + time.time() - t0},
+                           "tokens_seen": tokens_seen, "seconds": seconds_before + time.time() - t0,
+                           **({"readout": readout.state_dict()} if readout is not None else {})},
                           state_path)
 
     def evaluate():
@@ -344,13 +356,17 @@ def main(argv: list[str] | None = None) -> int:
                 break
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)
-            if args.twin == "ar":
-                loss, n = loss_ar(model, batch, ids, args.focus_weight)
-            else:
-                block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
-                                                                   generator=gen))]
-                loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
-                                  args.focus_weight)
+            with readout.capture(model) if readout is not None else contextlib.nullcontext():
+                if args.twin == "ar":
+                    loss, n = loss_ar(model, batch, ids, args.focus_weight)
+                else:
+                    block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
+                                                                       generator=gen))]
+                    loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
+                                      args.focus_weight)
+                aux = readout.loss(batch) if readout is not None else None
+            if aux is not None:
+                loss = loss + args.row_colour_weight * aux
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -363,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
             if step % 50 == 0:
                 rate = window_tokens / max(time.time() - window_t, 1e-9)
                 log({"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate),
-                     "tokens_seen": tokens_seen, "target_tokens": n})
+                     "tokens_seen": tokens_seen, "target_tokens": n,
+                     **({"row_colour_loss": round(aux.item(), 4)} if aux is not None else {})})
                 bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:.0f}")
                 window_tokens, window_t = 0, time.time()
             if step % hp["eval_every"] == 0:

@@ -1,5 +1,6 @@
 """Sprout's tokenizer and batch builders."""
 
+import json
 import random
 import re
 
@@ -8,6 +9,7 @@ from transformers import AutoTokenizer
 
 from engine.sprout.data import FOCUS, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from engine.sprout.tokenizer import EOS, PAD
+from engine.world.entities import COLORS
 from engine.world.format import SPECIAL_TOKENS, assistant_spans
 from tests.sprout.helpers import corpus_texts, special_ids, tiny_tokenizer
 
@@ -140,3 +142,21 @@ def test_focus_weight_scales_only_the_focus_targets():
     weights = ar_weights(exs, targets.shape[1], 3.0)
     for b, ex in enumerate(exs):
         assert sorted((weights[b] == 3.0).nonzero()[:, 0].tolist()) == sorted(p - 1 for p in ex.focus)
+
+
+def test_row_colours_mark_each_search_rows_id_with_its_colour():
+    tok = tiny_tokenizer()
+    text = next(t for t in corpus_texts() if '"color":"' in t and '"id":"P' in t)
+    ex = encode_texts([text], tok)[0]
+    rows = [json.loads(m.group(0)) for m in re.finditer(r'\{"color":[^{}]*\}', text)]
+    assert rows and ex.row_colours
+    # read back in order, the marked tokens spell the rows' ids, each marked with its row's colour
+    assert "".join(tok.decode([ex.ids[p]]) for p, _ in ex.row_colours) == "".join(r["id"] for r in rows)
+    marks = iter(ex.row_colours)
+    for row in rows:
+        got, colours = "", set()
+        while len(got) < len(row["id"]):
+            p, colour = next(marks)
+            got, colours = got + tok.decode([ex.ids[p]]), colours | {COLORS[colour]}
+        assert got == row["id"] and colours == {row["color"]}
+    assert encode_texts(["<|user|>hi<|eos|>"], tok)[0].row_colours == []

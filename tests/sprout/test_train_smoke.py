@@ -48,6 +48,16 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     recipe = json.loads((grown / "training.json").read_text())
     assert recipe["grow"] == "A" and recipe["focus_weight"] == 3.0
 
+    wide = tmp_path / "sprout-bd-wide"
+    run(tmp_path, "--twin", "bd", "--out", str(wide), "--init-from", str(bd), "--max-steps", "2",
+        "--conv-size", "6", "--row-colour-weight", "0.1")
+    assert AutoModel.from_pretrained(wide).config.conv_size == 6
+    recipe = json.loads((wide / "training.json").read_text())
+    assert recipe["conv_size"] == 6 and recipe["row_colour_weight"] == 0.1
+    state = torch.load(tmp_path / "runs" / "sprout-bd-wide" / "state.pt", weights_only=False)
+    assert set(state["readout"]) == {"heads.0.weight", "heads.0.bias"}       # the smoke model is GA
+    assert not any(k.startswith("heads") for k in state["model"]), "the heads stay out of the model"
+
 
 def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     """The AR twin is evaluated autoregressively, the BD twin by block diffusion."""
