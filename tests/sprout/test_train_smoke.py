@@ -2,13 +2,14 @@
 
 import json
 
+import pytest
 import torch
 from transformers import AutoModel
 
 import engine.sprout  # noqa: F401  (registers Sprout with the Auto classes)
 from engine.sprout.config import preset_config
 from engine.sprout.modeling import SproutModel
-from engine.sprout.train import main, param_groups
+from engine.sprout.train import READOUT_LR_SCALE, main, param_groups
 
 
 def run(tmp_path, *extra):
@@ -57,6 +58,8 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     state = torch.load(tmp_path / "runs" / "sprout-bd-wide" / "state.pt", weights_only=False)
     assert set(state["readout"]) == {"heads.0.weight", "heads.0.bias"}       # the smoke model is GA
     assert not any(k.startswith("heads") for k in state["model"]), "the heads stay out of the model"
+    model_lr, *_, head_lr = (g["lr"] for g in state["opt"]["param_groups"])
+    assert head_lr == pytest.approx(READOUT_LR_SCALE * model_lr), "the fresh heads learn faster"
 
 
 def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
