@@ -44,6 +44,7 @@ class Example:
     spans: list[tuple[int, int]]      # token [start, end) of each assistant turn, eos included
     focus: list[int] = field(default_factory=list)   # token positions of FOCUS values in those turns
     row_colours: list[tuple[int, int]] = field(default_factory=list)   # (token position, COLORS index) of row ids
+    wanted_colours: list[tuple[int, int]] = field(default_factory=list)   # (position, COLORS index) of copied ids
 
 
 def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
@@ -76,12 +77,20 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             for m in FOCUS.finditer(text, s, e):
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 focus.extend(range(a, b))
-        row_colours = []
+        row_colours, colour_of = [], {}
         for m in ROW.finditer(text):
             if m.group(1) in COLORS:
                 a, b = _tokens_inside(starts, ends, offsets, m.start(2), m.end(2))
                 row_colours.extend((p, COLORS.index(m.group(1))) for p in range(a, b))
-        out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours))
+                colour_of[m.group(2)] = (m.start(), COLORS.index(m.group(1)))
+        wanted_colours = []
+        for m in FOCUS.finditer(text):   # a copied id: the colour its row had (the one asked for)
+            at, colour = colour_of.get(m.group(1), (len(text), -1))
+            if at < m.start():
+                a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
+                wanted_colours.extend((p, colour) for p in range(a, b) if any(lo <= p < hi for lo, hi in spans))
+        out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours,
+                           wanted_colours=wanted_colours))
     return out
 
 

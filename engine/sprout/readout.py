@@ -1,18 +1,25 @@
-"""Row-colour read-out: an auxiliary training loss that asks the residual stream at a search
-row's id tokens to name that row's colour.
+"""Colour read-outs: an auxiliary training loss that asks the residual stream to name a colour
+where the row choice needs it.
 
-Why: to copy the right product id, a copy head must tell apart rows of one size by colour. A
-row reads `{"color":"grey","size":"M","id":"P5K9",...}`: the size is 5 tokens before the id's
-first digit, the colour 9. A linear read-out of the shipped AR twin's hidden states at the id
-tokens finds the size 99-100 % of the time after the first layer, and the colour only 71 % (at
-`P`) and 36 % (at the first digit; chance is 1/8 plus the colour prior). Its wrong picks are all
-rows of the right size and another colour (engine.sprout.probe). More epochs of the plain loss
-did not grow the feature, since the loss reaches it only through one copied token per call;
-this loss asks for it directly, at every row.
+Why: to copy the right product id out of a search result, a copy head must match the colour
+asked for (its query) against each row's colour (its keys). A row reads
+`{"color":"grey","size":"M","id":"P5K9",...}`: the size is 5 tokens before the id's first digit,
+the colour 9. Linear read-outs (held-out transcripts) found, after the first layer:
+- AR twin, at a row's id tokens (keys): the row's size 99-100 % of the time, its colour 71 % (at
+  `P`) and 36 % (first digit; chance 1/8 plus the colour prior);
+- BD twin's clean stream, at the `P` of the id being written (the query): the colour asked for
+  76 %, the size 93 %.
+Their wrong picks are all rows of the right size and another colour (engine.sprout.probe). More
+epochs of the plain loss did not grow either feature, since the loss reaches them only through
+one copied token per call; these losses ask for them directly.
 
-A linear head per layer input (after the first layer, up to the last layer's input) predicts
-the colour from the clean stream's hidden state at each id token (`Example.row_colours`). The
-heads are training-only and are not saved with the model; they are in the run's state so a
+Two sets of linear heads, one head per layer input from layer 1 to the last layer's:
+- rows: the clean stream at each search row's id token -> that row's colour
+  (`Example.row_colours`);
+- wanted: the clean stream, and for the BD twin every noisy block position, at each copied id
+  token -> the colour of the row it was copied from (`Example.wanted_colours`), masked or not:
+  what is asked for is a property of the context.
+The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """
 
@@ -32,17 +39,20 @@ class RowColourReadout(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.layers = list(range(1, len(model.mixers)))      # inputs of layers 1 .. L-1
-        self.heads = nn.ModuleList(nn.Linear(model.config.hidden_size, len(COLORS)) for _ in self.layers)
-        self._captured: dict[int, torch.Tensor] = {}
+        d = model.config.hidden_size
+        self.heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)          # rows
+        self.wanted_heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)   # asked for
+        self._clean: dict[int, torch.Tensor] = {}
+        self._noisy: dict[int, torch.Tensor] = {}
+        self._starts: torch.Tensor | None = None
 
     @contextmanager
     def capture(self, model: nn.Module):
-        """While open, keep each chosen layer's input from the clean stream (B, T, d); the noisy
-        stream's inputs are (B, NB, C, d) and are not kept."""
+        """While open, keep each chosen layer's input: clean stream (B, T, d), noisy stream
+        (B, NB, C, d) (whose block starts `see_blocks` is given)."""
         def keep(i):
             def hook(_module, inputs):
-                if inputs[0].dim() == 3:
-                    self._captured[i] = inputs[0]
+                (self._clean if inputs[0].dim() == 3 else self._noisy)[i] = inputs[0]
             return hook
         handles = [model.norms1[i].register_forward_pre_hook(keep(i)) for i in self.layers]
         try:
@@ -50,15 +60,41 @@ class RowColourReadout(nn.Module):
         finally:
             for handle in handles:
                 handle.remove()
-            self._captured.clear()
+            self._clean.clear()
+            self._noisy.clear()
+            self._starts = None
+
+    def see_blocks(self, starts: torch.Tensor) -> None:
+        """The noisy blocks' start positions (B, NB) of the batch being run."""
+        self._starts = starts
+
+    def _noisy_targets(self, batch: list[Example]) -> list[tuple[int, int, int, int]]:
+        """(row, block, offset, colour) for every noisy block position on a copied id."""
+        if self._starts is None or not self._noisy:
+            return []
+        C = next(iter(self._noisy.values())).shape[2]
+        out = []
+        for b, ex in enumerate(batch):
+            wanted = dict(ex.wanted_colours)
+            if not wanted:
+                continue
+            for j, s in enumerate(self._starts[b].tolist()):
+                out.extend((b, j, p - s, wanted[p]) for p in range(s, s + C) if p in wanted)
+        return out
 
     def loss(self, batch: list[Example]) -> torch.Tensor:
-        """Mean cross-entropy of the colour over every row id token of the batch and every head;
-        zero when the batch has no search rows."""
-        rows = [(b, p, c) for b, ex in enumerate(batch) for p, c in ex.row_colours]
-        if not rows or not self._captured:
-            return torch.zeros(())
-        device = next(iter(self._captured.values())).device
-        b, p, c = (torch.tensor(v, device=device) for v in zip(*rows))
-        losses = [F.cross_entropy(head(self._captured[i][b, p]), c) for i, head in zip(self.layers, self.heads)]
-        return torch.stack(losses).mean()
+        """Mean cross-entropy over the heads and positions that have targets; zero when none."""
+        terms = []
+        for name, heads in (("row_colours", self.heads), ("wanted_colours", self.wanted_heads)):
+            marks = [(b, p, c) for b, ex in enumerate(batch) for p, c in getattr(ex, name)]
+            if marks and self._clean:
+                device = next(iter(self._clean.values())).device
+                b, p, c = (torch.tensor(v, device=device) for v in zip(*marks))
+                terms += [F.cross_entropy(head(self._clean[i][b, p]), c) for i, head in zip(self.layers, heads)]
+        noisy = self._noisy_targets(batch)
+        if noisy:
+            device = next(iter(self._noisy.values())).device
+            b, j, o, c = (torch.tensor(v, device=device) for v in zip(*noisy))
+            terms += [F.cross_entropy(head(self._noisy[i][b, j, o]), c)
+                      for i, head in zip(self.layers, self.wanted_heads)]
+        return torch.stack(terms).mean() if terms else torch.zeros(())

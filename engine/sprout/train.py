@@ -121,15 +121,18 @@ def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
             gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
-            focus_weight: float = 1.0) -> tuple[torch.Tensor, int]:
+            focus_weight: float = 1.0, on_blocks=None) -> tuple[torch.Tensor, int]:
     """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
     adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
-    tokens (data.FOCUS) count focus_weight times in both."""
+    tokens (data.FOCUS) count focus_weight times in both. on_blocks, if given, is told the
+    blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
     cfg = model.config
     b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight)   # on the CPU
     b = dataclasses.replace(b, **{f: getattr(b, f).to(model.device) for f in ("clean", "noisy", "starts", "targets",
                                                                               "weights")})
+    if on_blocks is not None:
+        on_blocks(b.starts)
     logits, clean_h = model.bd_forward(b.clean, b.noisy, b.starts)        # (B, NB, C, V), (B, T, d)
     ce = F.cross_entropy(logits.flatten(0, 2), b.targets.flatten(), ignore_index=-100, reduction="none")
     # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
@@ -204,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--focus-weight", type=float, default=1.0,
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
     p.add_argument("--row-colour-weight", type=float, default=0.0,
-                   help="weight of the auxiliary loss that reads each search row's colour at its id tokens "
-                        "(engine.sprout.readout; 0 = off)")
+                   help="weight of the auxiliary loss that reads the row colour at search rows' ids and the "
+                        "colour asked for at copied ids (engine.sprout.readout; 0 = off)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--conv-size", type=int, default=None,
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                     block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
                                                                        generator=gen))]
                     loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
-                                      args.focus_weight)
+                                      args.focus_weight, readout.see_blocks if readout is not None else None)
                 aux = readout.loss(batch) if readout is not None else None
             if aux is not None:
                 loss = loss + args.row_colour_weight * aux

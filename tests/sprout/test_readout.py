@@ -1,11 +1,13 @@
-"""The row-colour read-out loss: it reads the clean stream at search rows' id tokens only, and
-its gradient reaches the model."""
+"""The colour read-out losses: rows' colours at their id tokens (clean stream), the colour asked
+for at a copied id (clean stream and every noisy block over it); the gradient reaches the model."""
 
+import json
 import math
+import re
 
 import torch
 
-from engine.sprout.data import encode_texts
+from engine.sprout.data import FOCUS, encode_texts
 from engine.sprout.readout import RowColourReadout
 from engine.sprout.train import loss_bd
 from engine.world.entities import COLORS
@@ -14,27 +16,47 @@ from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_to
 
 def _shop_batch():
     tok = tiny_tokenizer()
-    texts = [t for t in corpus_texts() if '"color":"' in t][:2] + [corpus_texts()[0]]
+    texts = [t for t in corpus_texts() if '"product_id":"' in t][:2] + [corpus_texts()[0]]
     return tok, encode_texts(texts, tok)
 
 
-def test_readout_reads_the_clean_stream_at_row_ids_and_trains_the_model():
+def test_wanted_colour_is_the_colour_of_the_row_the_id_was_copied_from():
     tok, batch = _shop_batch()
-    assert sum(len(ex.row_colours) for ex in batch) >= 8
+    text = [t for t in corpus_texts() if '"product_id":"' in t][0]
+    marks = iter(batch[0].wanted_colours)
+    calls = list(FOCUS.finditer(text))
+    assert calls and {p for p, _ in batch[0].wanted_colours} == set(batch[0].focus)
+    for call in calls:
+        rows = [json.loads(r.group(0)) for r in re.finditer(r'\{"color":[^{}]*\}', text[:call.start()])]
+        colour = [r["color"] for r in rows if r["id"] == call.group(1)][-1]     # its latest listing
+        got, colours = "", set()
+        while len(got) < len(call.group(1)):
+            p, c = next(marks)
+            got, colours = got + tok.decode([batch[0].ids[p]]), colours | {COLORS[c]}
+        assert got == call.group(1) and colours == {colour}
+
+
+def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_model():
+    tok, batch = _shop_batch()
     model = tiny_sprout(causal=False, pattern="GAGA").train()
     readout = RowColourReadout(model)
     assert readout.layers == [1, 2, 3]
-    gen = torch.Generator().manual_seed(0)
     with readout.capture(model):
-        loss_bd(model, batch, special_ids(tok), 8, gen, complementary=True)
-        assert {tuple(t.shape) for t in readout._captured.values()} == {(3, max(len(e.ids) for e in batch), 32)}
+        loss_bd(model, batch, special_ids(tok), 8, torch.Generator().manual_seed(0), complementary=True,
+                on_blocks=readout.see_blocks)
+        T = max(len(e.ids) for e in batch)
+        assert {tuple(t.shape) for t in readout._clean.values()} == {(3, T, 32)}
+        assert {t.dim() for t in readout._noisy.values()} == {4}
+        noisy = readout._noisy_targets(batch)
+        wanted = [dict(ex.wanted_colours) for ex in batch]
+        assert noisy and all(wanted[b][int(readout._starts[b, j]) + o] == c for b, j, o, c in noisy)
+        # complementary pairs: each copied id token sits in two noisy blocks
+        assert len(noisy) == 2 * sum(len(w) for w in wanted)
         aux = readout.loss(batch)
-    # untrained heads: about ln(8) per prediction, since the heads start near uniform
-    assert abs(aux.item() - math.log(len(COLORS))) < 1.0
+    assert abs(aux.item() - math.log(len(COLORS))) < 1.0     # fresh heads: about chance
     aux.backward()
-    assert model.mixers[0].conv.grad.abs().sum() > 0 and readout.heads[0].weight.grad.abs().sum() > 0
+    assert model.mixers[0].conv.grad.abs().sum() > 0
+    assert readout.heads[0].weight.grad.abs().sum() > 0 and readout.wanted_heads[2].weight.grad.abs().sum() > 0
     assert model.mixers[3].out.weight.grad is None, "the last layer's output is not read"
-    # the hooks are gone once the context closes
-    model(torch.tensor([batch[0].ids]))
-    assert readout._captured == {} and readout.loss(batch).item() == 0.0
-
+    model(torch.tensor([batch[0].ids]))                      # the hooks are gone once the context closes
+    assert readout._clean == {} and readout._noisy == {} and readout.loss(batch).item() == 0.0

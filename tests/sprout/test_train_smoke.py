@@ -56,7 +56,7 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
     recipe = json.loads((wide / "training.json").read_text())
     assert recipe["conv_size"] == 6 and recipe["row_colour_weight"] == 0.1
     state = torch.load(tmp_path / "runs" / "sprout-bd-wide" / "state.pt", weights_only=False)
-    assert set(state["readout"]) == {"heads.0.weight", "heads.0.bias"}       # the smoke model is GA
+    assert set(state["readout"]) == {f"{h}.0.{w}" for h in ("heads", "wanted_heads") for w in ("weight", "bias")}
     assert not any(k.startswith("heads") for k in state["model"]), "the heads stay out of the model"
     model_lr, *_, head_lr = (g["lr"] for g in state["opt"]["param_groups"])
     assert head_lr == pytest.approx(READOUT_LR_SCALE * model_lr), "the fresh heads learn faster"
