@@ -58,8 +58,8 @@ def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) 
 
 
 def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
-    """Token ids, the assistant spans that carry loss, the FOCUS tokens in them and the search
-    rows' id tokens with their colours;
+    """Token ids, the assistant spans that carry loss, the FOCUS tokens in them, the search
+    rows' id tokens with their colours, and the copied ids' tokens with the colour asked for;
     untrained[k] lists the assistant turns of texts[k] (by index) that stay context only (a
     detour's wrong call)."""
     out = []
@@ -82,9 +82,9 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             if m.group(1) in COLORS:
                 a, b = _tokens_inside(starts, ends, offsets, m.start(2), m.end(2))
                 row_colours.extend((p, COLORS.index(m.group(1))) for p in range(a, b))
-                colour_of[m.group(2)] = (m.start(), COLORS.index(m.group(1)))
+                colour_of.setdefault(m.group(2), (m.start(), COLORS.index(m.group(1))))   # first listing
         wanted_colours = []
-        for m in FOCUS.finditer(text):   # a copied id: the colour its row had (the one asked for)
+        for m in FOCUS.finditer(text):   # a copied id listed before: its row's colour, the one asked for
             at, colour = colour_of.get(m.group(1), (len(text), -1))
             if at < m.start():
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
