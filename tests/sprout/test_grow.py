@@ -1,4 +1,4 @@
-"""Growing a trained Sprout: appended layers start as the identity and still learn."""
+"""Growing a trained Sprout (appended layers, a wider conv): it starts as the identity and still learns."""
 
 import pytest
 import torch
@@ -7,20 +7,23 @@ from engine.sprout.grow import grow, widen_conv
 from tests.sprout.helpers import tiny_sprout
 
 
+def assert_same_logits(changed, model, ids: torch.Tensor) -> None:
+    """Bit-equal logits in every mode: clean, prefill, denoise, commit."""
+    same = lambda a, b: torch.testing.assert_close(a, b, rtol=0, atol=0)   # noqa: E731
+    same(changed(ids), model(ids))
+    cache, last = model.prefill(ids[:, :16])
+    changed_cache, changed_last = changed.prefill(ids[:, :16])
+    same(changed_last, last)
+    same(changed.denoise(ids[:, 16:24], changed_cache), model.denoise(ids[:, 16:24], cache))
+    same(changed.commit(ids[:, 16:20], changed_cache)[1], model.commit(ids[:, 16:20], cache)[1])
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_grown_model_computes_what_the_original_did(causal):
     model = tiny_sprout(causal=causal, pattern="GA")
     grown = grow(model, "AG").eval()
     assert grown.config.layer_pattern == "GAAG" and model.config.layer_pattern == "GA"
-    ids = torch.randint(5, 300, (2, 24))
-    torch.testing.assert_close(grown(ids), model(ids), rtol=0, atol=0)
-    cache, last = model.prefill(ids[:, :16])
-    grown_cache, grown_last = grown.prefill(ids[:, :16])
-    torch.testing.assert_close(grown_last, last, rtol=0, atol=0)
-    torch.testing.assert_close(grown.denoise(ids[:, 16:24], grown_cache), model.denoise(ids[:, 16:24], cache),
-                               rtol=0, atol=0)
-    torch.testing.assert_close(grown.commit(ids[:, 16:20], grown_cache)[1], model.commit(ids[:, 16:20], cache)[1],
-                               rtol=0, atol=0)
+    assert_same_logits(grown, model, torch.randint(5, 300, (2, 24)))
 
 
 def test_appended_layer_gets_a_gradient_and_bad_patterns_are_refused():
@@ -39,14 +42,7 @@ def test_widened_conv_computes_what_the_original_did_and_learns(causal):
     wide = widen_conv(model, 10).eval()
     assert wide.config.conv_size == 10 and wide.mixers[0].conv.shape[1] == 10
     ids = torch.randint(5, 300, (2, 24))
-    torch.testing.assert_close(wide(ids), model(ids), rtol=0, atol=0)
-    cache, last = model.prefill(ids[:, :16])
-    wide_cache, wide_last = wide.prefill(ids[:, :16])
-    torch.testing.assert_close(wide_last, last, rtol=0, atol=0)
-    torch.testing.assert_close(wide.denoise(ids[:, 16:24], wide_cache), model.denoise(ids[:, 16:24], cache),
-                               rtol=0, atol=0)
-    torch.testing.assert_close(wide.commit(ids[:, 16:20], wide_cache)[1], model.commit(ids[:, 16:20], cache)[1],
-                               rtol=0, atol=0)
+    assert_same_logits(wide, model, ids)
     wide.train()
     torch.nn.functional.cross_entropy(wide(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()
     assert wide.mixers[0].conv.grad[:, :6].abs().sum() > 0      # the new, older taps learn
