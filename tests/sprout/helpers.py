@@ -39,3 +39,18 @@ def special_ids(tok) -> dict[str, int]:
     """The ids the batch builders take: eos, pad, mask."""
     return {"eos": tok.convert_tokens_to_ids(EOS), "pad": tok.convert_tokens_to_ids(PAD),
             "mask": tok.convert_tokens_to_ids(MASK)}
+
+
+def spell_marks(tok, ids: list[int], marks: list[tuple[int, int]], words: list[str]) -> list[tuple[str, set[str]]]:
+    """Read (position, COLORS index) marks back in order, one group per expected word: the text
+    its tokens spell and the colours they carry."""
+    from engine.world.entities import COLORS
+
+    it, out = iter(marks), []
+    for word in words:
+        got, colours = "", set()
+        while len(got) < len(word):
+            p, c = next(it)
+            got, colours = got + tok.decode([ids[p]]), colours | {COLORS[c]}
+        out.append((got, colours))
+    return out

@@ -11,7 +11,7 @@ from engine.sprout.data import FOCUS, encode_texts
 from engine.sprout.readout import RowColourReadout
 from engine.sprout.train import loss_bd
 from engine.world.entities import COLORS
-from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
+from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_sprout, tiny_tokenizer
 
 
 def _shop_batch():
@@ -23,17 +23,13 @@ def _shop_batch():
 def test_wanted_colour_is_the_colour_of_the_row_the_id_was_copied_from():
     tok, batch = _shop_batch()
     text = [t for t in corpus_texts() if '"product_id":"' in t][0]
-    marks = iter(batch[0].wanted_colours)
     calls = list(FOCUS.finditer(text))
     assert calls and {p for p, _ in batch[0].wanted_colours} == set(batch[0].focus)
+    want = []
     for call in calls:
         rows = [json.loads(r.group(0)) for r in re.finditer(r'\{"color":[^{}]*\}', text[:call.start()])]
-        colour = [r["color"] for r in rows if r["id"] == call.group(1)][-1]     # its latest listing
-        got, colours = "", set()
-        while len(got) < len(call.group(1)):
-            p, c = next(marks)
-            got, colours = got + tok.decode([batch[0].ids[p]]), colours | {COLORS[c]}
-        assert got == call.group(1) and colours == {colour}
+        want.append((call.group(1), {[r["color"] for r in rows if r["id"] == call.group(1)][-1]}))
+    assert spell_marks(tok, batch[0].ids, batch[0].wanted_colours, [w for w, _ in want]) == want
 
 
 def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_model():

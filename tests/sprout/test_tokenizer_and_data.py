@@ -9,9 +9,8 @@ from transformers import AutoTokenizer
 
 from engine.sprout.data import FOCUS, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from engine.sprout.tokenizer import EOS, PAD
-from engine.world.entities import COLORS
 from engine.world.format import SPECIAL_TOKENS, assistant_spans
-from tests.sprout.helpers import corpus_texts, special_ids, tiny_tokenizer
+from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_tokenizer
 
 
 def test_special_tokens_are_single_and_digits_split(tmp_path):
@@ -152,11 +151,6 @@ def test_row_colours_mark_each_search_rows_id_with_its_colour():
     assert rows and ex.row_colours
     # read back in order, the marked tokens spell the rows' ids, each marked with its row's colour
     assert "".join(tok.decode([ex.ids[p]]) for p, _ in ex.row_colours) == "".join(r["id"] for r in rows)
-    marks = iter(ex.row_colours)
-    for row in rows:
-        got, colours = "", set()
-        while len(got) < len(row["id"]):
-            p, colour = next(marks)
-            got, colours = got + tok.decode([ex.ids[p]]), colours | {COLORS[colour]}
-        assert got == row["id"] and colours == {row["color"]}
+    spelled = spell_marks(tok, ex.ids, ex.row_colours, [r["id"] for r in rows])
+    assert spelled == [(r["id"], {r["color"]}) for r in rows]
     assert encode_texts(["<|user|>hi<|eos|>"], tok)[0].row_colours == []
