@@ -33,9 +33,13 @@ from engine.world.format import assistant_spans
 # loss. Weighting the tool names as well (x4, 450 CPU steps) made Sprout-BD answer "not
 # available" where it should add (wrong_tool 9 -> 29 of 300 validation tasks), so it does not.
 FOCUS = re.compile(r'"product_id":"([^"]+)"')
-# A search result row (engine.world.tools.search_products): its colour and its id, whose tokens
+# A search result row (engine.world.tools.search_products): its colour, size and id, whose tokens
 # `Example.row_colours` marks with the colour for the read-out loss (engine.sprout.readout).
-ROW = re.compile(r'"color":"(\w+)","size":"[^"]+","id":"([^"]+)"')
+ROW = re.compile(r'"color":"(\w+)","size":"([^"]+)","id":"([^"]+)"')
+# The search call a result answers: the colour and size asked for (either may be absent), which
+# `Example.row_matches` compares with each row's.
+SEARCH = re.compile(r'"name":"search_products","arguments":(\{[^{}]*\})')
+ASKED = re.compile(r'"(color|size)":"([^"]+)"')
 
 
 @dataclass
@@ -45,6 +49,7 @@ class Example:
     focus: list[int] = field(default_factory=list)   # token positions of FOCUS values in those turns
     row_colours: list[tuple[int, int]] = field(default_factory=list)   # (token position, COLORS index) of row ids
     wanted_colours: list[tuple[int, int]] = field(default_factory=list)   # (position, COLORS index) of copied ids
+    row_matches: list[tuple[int, int]] = field(default_factory=list)   # (position, 1 if the row is what was asked) of row ids
 
 
 def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
@@ -77,12 +82,18 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             for m in FOCUS.finditer(text, s, e):
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 focus.extend(range(a, b))
-        row_colours, colour_of = [], {}
+        row_colours, row_matches, colour_of = [], [], {}
+        searches = [(m.end(), dict(ASKED.findall(m.group(1)))) for m in SEARCH.finditer(text)]
         for m in ROW.finditer(text):
             if m.group(1) in COLORS:
-                a, b = _tokens_inside(starts, ends, offsets, m.start(2), m.end(2))
+                a, b = _tokens_inside(starts, ends, offsets, m.start(3), m.end(3))
                 row_colours.extend((p, COLORS.index(m.group(1))) for p in range(a, b))
-                colour_of.setdefault(m.group(2), (m.start(), COLORS.index(m.group(1))))   # first listing
+                colour_of.setdefault(m.group(3), (m.start(), COLORS.index(m.group(1))))   # first listing
+                asked = [want for end, want in searches if end < m.start()]   # the latest search before it
+                if asked:
+                    row = {"color": m.group(1), "size": m.group(2)}
+                    hit = all(asked[-1].get(k, v) == v for k, v in row.items())
+                    row_matches.extend((p, int(hit)) for p in range(a, b))
         wanted_colours = []
         for m in FOCUS.finditer(text):   # a copied id listed before: its row's colour, the one asked for
             at, colour = colour_of.get(m.group(1), (len(text), -1))
@@ -90,7 +101,7 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 wanted_colours.extend((p, colour) for p in range(a, b) if any(lo <= p < hi for lo, hi in spans))
         out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours,
-                           wanted_colours=wanted_colours))
+                           wanted_colours=wanted_colours, row_matches=row_matches))
     return out
 
 

@@ -19,6 +19,11 @@ Two sets of linear heads, one head per layer input from layer 1 to the last laye
 - wanted: the clean stream, and for the BD twin every noisy block position, at each copied id
   token -> the colour of the row it was copied from (`Example.wanted_colours`), masked or not:
   what is asked for is a property of the context.
+A third set, `match_loss`, reads at each search row's id token whether that row is what the
+search asked for (its colour and its size both; `Example.row_matches`). Why: with the colour
+read-out, Sprout-BD's remaining benchmark failures answered "not available" although the first
+row matched (p(finish) 0.67 against p(add) 0.33 at the tool name; the AR twin: p(add) 0.94-0.97).
+Deciding whether any row matches is one attention lookup when the rows carry that bit.
 The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """
@@ -42,6 +47,7 @@ class RowColourReadout(nn.Module):
         d = model.config.hidden_size
         self.heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)          # rows
         self.wanted_heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)   # asked for
+        self.match_heads = nn.ModuleList(nn.Linear(d, 2) for _ in self.layers)              # row matches
         self._clean: dict[int, torch.Tensor] = {}
         self._noisy: dict[int, torch.Tensor] = {}
         self._starts: torch.Tensor | None = None
@@ -98,3 +104,14 @@ class RowColourReadout(nn.Module):
             terms += [F.cross_entropy(head(self._noisy[i][b, j, o]), c)
                       for i, head in zip(self.layers, self.wanted_heads)]
         return torch.stack(terms).mean() if terms else torch.zeros(())
+
+    def match_loss(self, batch: list[Example]) -> torch.Tensor:
+        """Mean cross-entropy of 'this row is what was asked' at the rows' id tokens (clean
+        stream), over the heads; zero when no row is marked."""
+        marks = [(b, p, hit) for b, ex in enumerate(batch) for p, hit in ex.row_matches]
+        if not marks or not self._clean:
+            return torch.zeros(())
+        device = next(iter(self._clean.values())).device
+        b, p, hit = (torch.tensor(v, device=device) for v in zip(*marks))
+        return torch.stack([F.cross_entropy(head(self._clean[i][b, p]), hit)
+                            for i, head in zip(self.layers, self.match_heads)]).mean()

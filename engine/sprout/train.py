@@ -209,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--row-colour-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads the row colour at search rows' ids and the "
                         "colour asked for at copied ids (engine.sprout.readout; 0 = off)")
+    p.add_argument("--row-match-weight", type=float, default=0.0,
+                   help="weight of the auxiliary loss that reads, at each search row's id, whether the row is "
+                        "what the search asked for (engine.sprout.readout; 0 = off)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--conv-size", type=int, default=None,
@@ -270,14 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
               "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
               "focus_weight": args.focus_weight, "grow": args.grow,
-              "conv_size": model.config.conv_size, "row_colour_weight": args.row_colour_weight}
+              "conv_size": model.config.conv_size, "row_colour_weight": args.row_colour_weight,
+              "row_match_weight": args.row_match_weight}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
         model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                          SproutConfig.noise_high)
         model.config.logit_shift = args.logit_shift
         recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
                       complementary=args.complementary, ar_weight=args.ar_weight)
-    readout = RowColourReadout(model).to(device) if args.row_colour_weight else None
+    readout = RowColourReadout(model).to(device) if args.row_colour_weight or args.row_match_weight else None
     groups = param_groups(model, weight_decay=0.1)
     if readout is not None:   # training-only heads: in the run's state, never in the model folder
         # fresh linear probes at the model's fine-tuning lr (3e-4) barely moved in 100 steps
@@ -372,9 +376,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                        generator=gen))]
                     loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
                                       args.focus_weight, readout.see_blocks if readout is not None else None)
-                aux = readout.loss(batch) if readout is not None else None
+                aux = readout.loss(batch) if args.row_colour_weight else None
+                match = readout.match_loss(batch) if args.row_match_weight else None
             if aux is not None:
                 loss = loss + args.row_colour_weight * aux
+            if match is not None:
+                loss = loss + args.row_match_weight * match
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -388,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
                 rate = window_tokens / max(time.time() - window_t, 1e-9)
                 log({"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate),
                      "tokens_seen": tokens_seen, "target_tokens": n,
-                     **({"row_colour_loss": round(aux.item(), 4)} if aux is not None else {})})
+                     **({"row_colour_loss": round(aux.item(), 4)} if aux is not None else {}),
+                     **({"row_match_loss": round(match.item(), 4)} if match is not None else {})})
                 bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:.0f}")
                 window_tokens, window_t = 0, time.time()
             if step % hp["eval_every"] == 0:

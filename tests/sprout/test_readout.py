@@ -56,3 +56,24 @@ def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_mo
     assert model.mixers[3].out.weight.grad is None, "the last layer's output is not read"
     model(torch.tensor([batch[0].ids]))                      # the hooks are gone once the context closes
     assert readout._clean == {} and readout._noisy == {} and readout.loss(batch).item() == 0.0
+
+
+def test_match_readout_reads_whether_each_row_is_what_was_asked_and_trains_the_model():
+    tok, batch = _shop_batch()
+    model = tiny_sprout(causal=True, pattern="GAGA").train()
+    readout = RowColourReadout(model)
+    with readout.capture(model):
+        loss_bd(model, batch, special_ids(tok), 8, torch.Generator().manual_seed(0))
+        match = readout.match_loss(batch)
+        # what the heads see: the clean stream at exactly the marked row-id tokens
+        b, p, hit = (torch.tensor(v) for v in zip(*[(i, q, h) for i, ex in enumerate(batch) for q, h in ex.row_matches]))
+        again = torch.stack([torch.nn.functional.cross_entropy(head(readout._clean[i][b, p]), hit)
+                             for i, head in zip(readout.layers, readout.match_heads)]).mean()
+    assert 0 < hit.sum() < len(hit), "both labels occur in the batch"
+    assert torch.allclose(match, again)
+    assert abs(match.item() - math.log(2)) < 0.7           # fresh heads: about chance
+    match.backward()
+    assert model.mixers[0].conv.grad.abs().sum() > 0
+    assert all(h.weight.grad.abs().sum() > 0 for h in readout.match_heads)
+    assert readout.heads[0].weight.grad is None, "the colour heads are not part of this loss"
+    assert RowColourReadout(model).match_loss(batch).item() == 0.0   # nothing captured: no loss

@@ -154,3 +154,43 @@ def test_row_colours_mark_each_search_rows_id_with_its_colour():
     spelled = spell_marks(tok, ex.ids, ex.row_colours, [r["id"] for r in rows])
     assert spelled == [(r["id"], {r["color"]}) for r in rows]
     assert encode_texts(["<|user|>hi<|eos|>"], tok)[0].row_colours == []
+
+
+def _rows_with_what_was_asked(text: str) -> list[tuple[str, int]]:
+    """(row id, 1 if its colour and size are the ones the latest search asked for), read with json."""
+    out, asked = [], None
+    for turn in re.finditer(r"<tool_call>(.*?)</tool_call>|<tool_response>(.*?)</tool_response>", text):
+        if turn.group(1):
+            call = json.loads(turn.group(1))
+            asked = call["arguments"] if call["name"] == "search_products" else asked
+        elif asked is not None and turn.group(2).startswith("[{\"color\""):
+            out += [(r["id"], int(all(asked.get(k, r[k]) == r[k] for k in ("color", "size"))))
+                    for r in json.loads(turn.group(2))]
+    return out
+
+
+def test_row_matches_mark_each_search_rows_id_with_whether_it_is_what_was_asked():
+    tok = tiny_tokenizer()
+    texts = [t for t in corpus_texts() if '"name":"search_products"' in t]
+    labels = []
+    for text, ex in zip(texts, encode_texts(texts, tok)):
+        want = _rows_with_what_was_asked(text)
+        got = spell_marks(tok, ex.ids, [(p, 0) for p, _ in ex.row_matches], [w for w, _ in want])
+        assert [g for g, _ in got] == [w for w, _ in want]
+        # one label per row, shared by all its id tokens
+        it = iter(hit for _, hit in ex.row_matches)
+        per_row = [{next(it) for _ in tok.encode(w)} for w, _ in want]
+        assert per_row == [{hit} for _, hit in want]
+        labels += [hit for _, hit in want]
+    assert 0 < sum(labels) < len(labels), "both kinds of row occur"
+
+
+def test_a_search_without_size_matches_rows_of_any_size():
+    tok = tiny_tokenizer()
+    text = ('<|user|>red belts?<|eos|>\n<|assistant|><tool_call>{"name":"search_products","arguments":'
+            '{"query":"belt","color":"red"}}</tool_call><|eos|>\n<|tool|><tool_response>[{"color":"red","size":"S",'
+            '"id":"P1","price":9},{"color":"navy","size":"S","id":"P2","price":9}]</tool_response>')
+    ex = encode_texts([text], tok)[0]
+    assert [(tok.decode([ex.ids[p]]), hit) for p, hit in ex.row_matches] == [("P", 1), ("1", 1), ("P", 0), ("2", 0)]
+    rows_only = text.split("<|tool|>")[1]   # rows with no search before them are not marked
+    assert encode_texts([rows_only], tok)[0].row_matches == []

@@ -51,12 +51,13 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
 
     wide = tmp_path / "sprout-bd-wide"
     run(tmp_path, "--twin", "bd", "--out", str(wide), "--init-from", str(bd), "--max-steps", "2",
-        "--conv-size", "6", "--row-colour-weight", "0.1")
+        "--conv-size", "6", "--row-colour-weight", "0.1", "--row-match-weight", "0.2")
     assert AutoModel.from_pretrained(wide).config.conv_size == 6
     recipe = json.loads((wide / "training.json").read_text())
-    assert recipe["conv_size"] == 6 and recipe["row_colour_weight"] == 0.1
+    assert recipe["conv_size"] == 6 and recipe["row_colour_weight"] == 0.1 and recipe["row_match_weight"] == 0.2
     state = torch.load(tmp_path / "runs" / "sprout-bd-wide" / "state.pt", weights_only=False)
-    assert set(state["readout"]) == {f"{h}.0.{w}" for h in ("heads", "wanted_heads") for w in ("weight", "bias")}
+    assert set(state["readout"]) == {f"{h}.0.{w}" for h in ("heads", "wanted_heads", "match_heads")
+                                     for w in ("weight", "bias")}
     assert not any(k.startswith("heads") for k in state["model"]), "the heads stay out of the model"
     model_lr, *_, head_lr = (g["lr"] for g in state["opt"]["param_groups"])
     assert head_lr == pytest.approx(READOUT_LR_SCALE * model_lr), "the fresh heads learn faster"
