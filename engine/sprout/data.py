@@ -49,7 +49,7 @@ class Example:
     focus: list[int] = field(default_factory=list)   # token positions of FOCUS values in those turns
     row_colours: list[tuple[int, int]] = field(default_factory=list)   # (token position, COLORS index) of row ids
     wanted_colours: list[tuple[int, int]] = field(default_factory=list)   # (position, COLORS index) of copied ids
-    row_matches: list[tuple[int, int]] = field(default_factory=list)   # (position, 1 if the row is what was asked) of row ids
+    row_matches: list[tuple[int, int]] = field(default_factory=list)   # (position, 1 if asked for) of row ids
 
 
 def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:

@@ -66,7 +66,8 @@ def test_match_readout_reads_whether_each_row_is_what_was_asked_and_trains_the_m
         loss_bd(model, batch, special_ids(tok), 8, torch.Generator().manual_seed(0))
         match = readout.match_loss(batch)
         # what the heads see: the clean stream at exactly the marked row-id tokens
-        b, p, hit = (torch.tensor(v) for v in zip(*[(i, q, h) for i, ex in enumerate(batch) for q, h in ex.row_matches]))
+        marks = [(i, q, h) for i, ex in enumerate(batch) for q, h in ex.row_matches]
+        b, p, hit = (torch.tensor(v) for v in zip(*marks))
         again = torch.stack([torch.nn.functional.cross_entropy(head(readout._clean[i][b, p]), hit)
                              for i, head in zip(readout.layers, readout.match_heads)]).mean()
     assert 0 < hit.sum() < len(hit), "both labels occur in the batch"
