@@ -40,6 +40,12 @@ ROW = re.compile(r'"color":"(\w+)","size":"([^"]+)","id":"([^"]+)"')
 # `Example.row_matches` compares with each row's.
 SEARCH = re.compile(r'"name":"search_products","arguments":(\{[^{}]*\})')
 ASKED = re.compile(r'"(color|size)":"([^"]+)"')
+# The choice right after a search result: the name of the next call (add_to_cart, or finish with
+# "not available"). `Example.decisions` marks its tokens for `decision_weight`. Why: with one
+# matching row among near misses, Sprout-BD answered "not available" in 11 of 18 validation
+# shop_add tasks (p(add) 0.10-0.46 at the name), although the rows carried whether they match
+# (the match read-out, loss 0.003): the one token that decides gets one token's share of the loss.
+DECISION = re.compile(r'<tool_response>\[\{"color"[^<]*</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"')
 
 
 @dataclass
@@ -50,6 +56,7 @@ class Example:
     row_colours: list[tuple[int, int]] = field(default_factory=list)   # (token position, COLORS index) of row ids
     wanted_colours: list[tuple[int, int]] = field(default_factory=list)   # (position, COLORS index) of copied ids
     row_matches: list[tuple[int, int]] = field(default_factory=list)   # (position, 1 if asked for) of row ids
+    decisions: list[int] = field(default_factory=list)   # first token of each DECISION name in trained turns
 
 
 def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
@@ -82,6 +89,10 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             for m in FOCUS.finditer(text, s, e):
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 focus.extend(range(a, b))
+        decisions = []   # the name's first token decides it ("add" | "finish"); the rest follows
+        for m in DECISION.finditer(text):
+            a, _ = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
+            decisions.extend(a for lo, hi in spans if lo <= a < hi)
         row_colours, row_matches, colour_of = [], [], {}
         searches = [(m.end(), dict(ASKED.findall(m.group(1)))) for m in SEARCH.finditer(text)]
         for m in ROW.finditer(text):
@@ -101,7 +112,7 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
                 wanted_colours.extend((p, colour) for p in range(a, b) if any(lo <= p < hi for lo, hi in spans))
         out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours,
-                           wanted_colours=wanted_colours, row_matches=row_matches))
+                           wanted_colours=wanted_colours, row_matches=row_matches, decisions=decisions))
     return out
 
 
@@ -136,13 +147,15 @@ def ar_batch(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.
     return ids, targets
 
 
-def ar_weights(examples: list[Example], length: int, focus_weight: float) -> torch.Tensor:
+def ar_weights(examples: list[Example], length: int, focus_weight: float,
+               decision_weight: float = 1.0) -> torch.Tensor:
     """(B, length) loss weights aligned with ar_batch's targets: position t predicts token t+1,
-    so it weighs focus_weight where t+1 is a focus token, else 1."""
+    so it weighs focus_weight where t+1 is a focus token, decision_weight where it is a
+    decision token, else 1."""
     weights = torch.ones(len(examples), length)
     for b, ex in enumerate(examples):
-        at = [p - 1 for p in ex.focus if 0 < p <= length]
-        weights[b, at] = focus_weight
+        for positions, weight in ((ex.focus, focus_weight), (ex.decisions, decision_weight)):
+            weights[b, [p - 1 for p in positions if 0 < p <= length]] = weight
     return weights
 
 
@@ -153,12 +166,13 @@ class BDBatch:
     starts: torch.Tensor      # (B, NB) position of each block's first token
     targets: torch.Tensor     # (B, NB, C) true ids where masked, else -100
     weights: torch.Tensor     # (B, NB, C) 1/t of the block (the MDLM/BD3 ELBO weight), 1 for
-                              # pairs; times focus_weight on focus tokens
+                              # pairs; times focus_weight / decision_weight on those tokens
     n_tokens: int             # target positions in real blocks (the loss denominator)
 
 
 def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], noise: tuple[float, float],
-             gen: torch.Generator, complementary: bool = False, focus_weight: float = 1.0) -> BDBatch:
+             gen: torch.Generator, complementary: bool = False, focus_weight: float = 1.0,
+             decision_weight: float = 1.0) -> BDBatch:
     """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise].
     complementary: append each block's twin masked where the first is not (blocks j and
     j + NB/2 of a row are a pair); the loss is then the plain mean over all block tokens, since
@@ -192,13 +206,15 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
         truth, starts, real = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2)
         masked = torch.cat([masked, ~masked], dim=1)
         weights = torch.ones(B, 2 * NB, C)
-    if focus_weight != 1.0:
-        pos = starts[..., None] + torch.arange(C)                           # (B, NB', C) token positions
-        focus = torch.zeros_like(pos, dtype=torch.bool)
+    pos = starts[..., None] + torch.arange(C)                               # (B, NB', C) token positions
+    for field_name, weight in (("focus", focus_weight), ("decisions", decision_weight)):
+        if weight == 1.0:
+            continue
+        marked = torch.zeros_like(pos, dtype=torch.bool)
         for b, ex in enumerate(examples):
-            if ex.focus:
-                focus[b] = torch.isin(pos[b], torch.tensor(ex.focus))
-        weights = torch.where(focus & real[..., None], weights * focus_weight, weights)
+            if getattr(ex, field_name):
+                marked[b] = torch.isin(pos[b], torch.tensor(getattr(ex, field_name)))
+        weights = torch.where(marked & real[..., None], weights * weight, weights)
     masked &= real[..., None]
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))

@@ -102,33 +102,36 @@ def atomic_torch_save(obj, path: Path) -> None:
 
 
 def next_token_loss(logits: torch.Tensor, batch: list[Example], targets: torch.Tensor,
-                    focus_weight: float = 1.0) -> torch.Tensor:
-    """Mean CE over assistant targets (B, T), focus tokens counted focus_weight times."""
-    if focus_weight == 1.0:
+                    focus_weight: float = 1.0, decision_weight: float = 1.0) -> torch.Tensor:
+    """Mean CE over assistant targets (B, T), focus tokens counted focus_weight times and
+    decision tokens decision_weight times."""
+    if focus_weight == 1.0 and decision_weight == 1.0:
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
     ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="none")
-    weights = ar_weights(batch, targets.shape[1], focus_weight).to(ce.device).flatten()
+    weights = ar_weights(batch, targets.shape[1], focus_weight, decision_weight).to(ce.device).flatten()
     return (ce * weights).sum() / max(int((targets != -100).sum()), 1)
 
 
 def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
-            focus_weight: float = 1.0) -> tuple[torch.Tensor, int]:
+            focus_weight: float = 1.0, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
     logits = model(x)                                                     # (B, T, V)
     n = int((targets != -100).sum())
-    return next_token_loss(logits, batch, targets, focus_weight), n
+    return next_token_loss(logits, batch, targets, focus_weight, decision_weight), n
 
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
             gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
-            focus_weight: float = 1.0, on_blocks=None) -> tuple[torch.Tensor, int]:
+            focus_weight: float = 1.0, on_blocks=None, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
     adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
-    tokens (data.FOCUS) count focus_weight times in both. on_blocks, if given, is told the
+    tokens (data.FOCUS) count focus_weight times in both, decision tokens (data.DECISION)
+    decision_weight times. on_blocks, if given, is told the
     blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
     cfg = model.config
-    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight)   # on the CPU
+    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
+                 decision_weight)                                                                  # on the CPU
     b = dataclasses.replace(b, **{f: getattr(b, f).to(model.device) for f in ("clean", "noisy", "starts", "targets",
                                                                               "weights")})
     if on_blocks is not None:
@@ -140,7 +143,8 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     loss = (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1)
     if ar_weight:
         ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
-        loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight)
+        loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight,
+                                                  decision_weight)
     return loss, int((b.targets != -100).sum())
 
 
@@ -206,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
     p.add_argument("--focus-weight", type=float, default=1.0,
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
+    p.add_argument("--decision-weight", type=float, default=1.0,
+                   help="loss weight of the call name right after a search result (data.DECISION: add or "
+                        "'not available')")
     p.add_argument("--row-colour-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads the row colour at search rows' ids and the "
                         "colour asked for at copied ids (engine.sprout.readout; 0 = off)")
@@ -272,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     model.to(device)
     recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
               "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
-              "focus_weight": args.focus_weight, "grow": args.grow,
+              "focus_weight": args.focus_weight, "decision_weight": args.decision_weight, "grow": args.grow,
               "conv_size": model.config.conv_size, "row_colour_weight": args.row_colour_weight,
               "row_match_weight": args.row_match_weight}
     if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
@@ -370,12 +377,13 @@ def main(argv: list[str] | None = None) -> int:
                 group["lr"] = lr_at(step) * group.get("lr_scale", 1.0)
             with readout.capture(model) if readout is not None else contextlib.nullcontext():
                 if args.twin == "ar":
-                    loss, n = loss_ar(model, batch, ids, args.focus_weight)
+                    loss, n = loss_ar(model, batch, ids, args.focus_weight, args.decision_weight)
                 else:
                     block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
                                                                        generator=gen))]
                     loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
-                                      args.focus_weight, readout.see_blocks if readout is not None else None)
+                                      args.focus_weight, readout.see_blocks if readout is not None else None,
+                                      args.decision_weight)
                 aux = readout.loss(batch) if args.row_colour_weight else None
                 match = readout.match_loss(batch) if args.row_match_weight else None
             if aux is not None:

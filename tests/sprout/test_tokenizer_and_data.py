@@ -194,3 +194,39 @@ def test_a_search_without_size_matches_rows_of_any_size():
     assert [(tok.decode([ex.ids[p]]), hit) for p, hit in ex.row_matches] == [("P", 1), ("1", 1), ("P", 0), ("2", 0)]
     rows_only = text.split("<|tool|>")[1]   # rows with no search before them are not marked
     assert encode_texts([rows_only], tok)[0].row_matches == []
+
+
+def test_decisions_mark_the_first_token_of_the_call_right_after_each_search_result():
+    tok = tiny_tokenizer()
+    texts = [t for t in corpus_texts() if '<tool_response>[{"color"' in t]
+    names = []
+    for text, ex in zip(texts, encode_texts(texts, tok)):
+        after_rows = [json.loads(m.group(1))["name"] for m in re.finditer(
+            r'<tool_response>\[\{"color".*?</tool_response>\s*<\|assistant\|><tool_call>(.*?)</tool_call>', text)]
+        assert len(ex.decisions) == len(after_rows)
+        for p, name in zip(ex.decisions, after_rows):
+            assert name.startswith(tok.decode([ex.ids[p]])) and tok.decode(ex.ids[p - 3:p]).endswith('"name":"')
+            assert any(s <= p < e for s, e in ex.spans)
+        names += after_rows
+    assert {"add_to_cart", "finish"} <= set(names)
+    untrained = encode_texts(texts[:1], tok, [list(range(len(assistant_spans(texts[0]))))])[0]
+    assert untrained.decisions == [], "untrained turns carry no decision"
+
+
+def test_decision_weight_scales_only_the_decision_targets():
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    exs = encode_texts([t for t in corpus_texts() if '<tool_response>[{"color"' in t][:3], tok)
+    batch = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), True, 3.0, decision_weight=2.0)
+    positions = batch.starts[..., None] + torch.arange(8)
+    for b, ex in enumerate(exs):
+        n_real = sum(-(-(e - s) // 8) for s, e in ex.spans)
+        rows = torch.cat([torch.arange(n_real), batch.starts.shape[1] // 2 + torch.arange(n_real)])
+        at = positions[b, rows]
+        want = torch.where(torch.isin(at, torch.tensor(ex.decisions)), 2.0,
+                           torch.where(torch.isin(at, torch.tensor(ex.focus or [-1])), 3.0, 1.0))
+        assert torch.equal(batch.weights[b, rows], want)
+    _, targets = ar_batch(exs, ids["pad"])
+    weights = ar_weights(exs, targets.shape[1], 3.0, decision_weight=2.0)
+    for b, ex in enumerate(exs):
+        assert ex.decisions and sorted((weights[b] == 2.0).nonzero()[:, 0].tolist()) == [p - 1 for p in ex.decisions]

@@ -51,10 +51,11 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
 
     wide = tmp_path / "sprout-bd-wide"
     run(tmp_path, "--twin", "bd", "--out", str(wide), "--init-from", str(bd), "--max-steps", "2",
-        "--conv-size", "6", "--row-colour-weight", "0.1", "--row-match-weight", "0.2")
+        "--conv-size", "6", "--row-colour-weight", "0.1", "--row-match-weight", "0.2", "--decision-weight", "3")
     assert AutoModel.from_pretrained(wide).config.conv_size == 6
     recipe = json.loads((wide / "training.json").read_text())
     assert recipe["conv_size"] == 6 and recipe["row_colour_weight"] == 0.1 and recipe["row_match_weight"] == 0.2
+    assert recipe["decision_weight"] == 3.0
     state = torch.load(tmp_path / "runs" / "sprout-bd-wide" / "state.pt", weights_only=False)
     assert set(state["readout"]) == {f"{h}.0.{w}" for h in ("heads", "wanted_heads", "match_heads")
                                      for w in ("weight", "bias")}
@@ -146,8 +147,10 @@ def test_minutes_end_the_run(tmp_path):
     assert max(rec["step"] for rec in log) < 1000
 
 
-def test_focus_weight_raises_the_loss_by_the_focus_tokens_share():
-    """With focus weight w the AR loss grows by (w - 1) x the focus tokens' CE / all targets."""
+@pytest.mark.parametrize("field", ["focus", "decisions"])
+def test_a_token_weight_raises_the_loss_by_those_tokens_share(field):
+    """With weight w on the focus (or decision) tokens the AR loss grows by (w - 1) x their CE /
+    all targets."""
     from engine.sprout.data import ar_batch, encode_texts
     from engine.sprout.train import loss_ar
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
@@ -156,10 +159,11 @@ def test_focus_weight_raises_the_loss_by_the_focus_tokens_share():
     model = tiny_sprout(causal=True)
     batch = encode_texts([t for t in corpus_texts() if '"product_id":"' in t][:2], tok)
     x, targets = ar_batch(batch, special_ids(tok)["pad"])
+    weight = {"focus_weight" if field == "focus" else "decision_weight": 3.0}
     with torch.no_grad():
         plain, n = loss_ar(model, batch, special_ids(tok))
-        focused, _ = loss_ar(model, batch, special_ids(tok), focus_weight=3.0)
+        weighted, _ = loss_ar(model, batch, special_ids(tok), **weight)
         ce = torch.nn.functional.cross_entropy(model(x).transpose(1, 2), targets, ignore_index=-100, reduction="none")
-    focus_ce = sum(ce[b, p - 1] for b, ex in enumerate(batch) for p in ex.focus)
-    assert sum(len(ex.focus) for ex in batch) > 0
-    torch.testing.assert_close(focused - plain, 2.0 * focus_ce / n)
+    marked_ce = sum(ce[b, p - 1] for b, ex in enumerate(batch) for p in getattr(ex, field))
+    assert sum(len(getattr(ex, field)) for ex in batch) > 0
+    torch.testing.assert_close(weighted - plain, 2.0 * marked_ce / n)
