@@ -1,11 +1,14 @@
-"""Row-choice probe: how often a Sprout twin copies the right product id out of a search result.
+"""Shop-decision probes: the two tokens most failed shop tasks of a Sprout twin come down to.
 
-Most failed shop tasks of both twins come down to one token: the first digit of the product id
-in add_to_cart, where the model picks a row of the search result. This probe scores that token
-alone on fresh transcripts, in the state decoding meets it: the AR twin reads its causal
-logits; the BD twin denoises the id's block with every token left of the digit committed and
-the rest masked (as prefix_threshold decodes). A wrong pick is sorted by what its row gets
-wrong (colour, size). It takes a minute on the CPU, so it can score checkpoints during training.
+- The row: the first digit of the product id in add_to_cart, where the model picks a row of the
+  search result. A wrong pick is sorted by what its row gets wrong (colour, size).
+- The call: the first token of the call's name right after a search result, where the model
+  chooses between adding ("add") and answering that nothing matches ("finish"), scored by
+  intent (shop_add has one matching row, shop_out_of_stock two, shop_near_miss none).
+Each token is scored alone on fresh transcripts, in the state decoding meets it: the AR twin
+reads its causal logits; the BD twin denoises the token's block with every token left of it
+committed and the rest masked (as prefix_threshold decodes). A minute or two on the CPU, so it
+can score checkpoints during training.
 
     python -m engine.sprout.probe --model models/sprout-bd [--split heldout --n 240 --json]
 """
@@ -26,6 +29,8 @@ from engine.world.format import ROLE_MARKERS
 
 PROBE_INTENTS = ["shop_add", "shop_buy", "shop_out_of_stock"]
 ID_OPENING = '"product_id":"P'   # the digit after this picks the row
+CALL_INTENTS = ["shop_add", "shop_out_of_stock", "shop_near_miss"]
+NAME_OPENING = '<tool_call>{"name":"'   # the token after this chooses the call
 
 
 def _decisions(record: dict[str, Any]) -> list[tuple[int, dict[str, str], list[dict[str, Any]]]]:
@@ -44,9 +49,27 @@ def _decisions(record: dict[str, Any]) -> list[tuple[int, dict[str, str], list[d
     return out
 
 
+def _calls_after_rows(record: dict[str, Any]) -> list[int]:
+    """Character offset of the call name in each assistant turn right after a search result."""
+    out, offset, after_rows, text = [], 0, False, record["text"]
+    for message in record["messages"]:
+        content = message["content"]
+        at = text.index(content, offset)
+        offset = at + len(content)
+        if message["role"] == "assistant" and after_rows and content.startswith(NAME_OPENING):
+            out.append(at + len(NAME_OPENING))
+        after_rows = message["role"] == "tool" and content.startswith('[{"color"')
+    return out
+
+
+def _token_at(offsets, char: int) -> int:
+    return next(i for i, (a, b) in enumerate(offsets) if a <= char < b)
+
+
 @torch.inference_mode()
-def _digit_logits(model, ids: list[int], position: int, turn_start: int, block_size: int, mask_id: int) -> torch.Tensor:
-    """Logits (V,) for token `position` as decoding meets it."""
+def _token_logits(model, ids: list[int], position: int, turn_start: int, block_size: int, mask_id: int) -> torch.Tensor:
+    """Logits (V,) for token `position` as decoding meets it (the AR twin: causal; the BD twin:
+    its block denoised with the tokens left of it committed)."""
     if model.config.causal:
         return model(torch.tensor([ids[:position]]))[0, -1]
     start = turn_start + (position - turn_start) // block_size * block_size      # its block's first token
@@ -65,9 +88,9 @@ def row_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, see
         enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
         ids, offsets = enc["input_ids"], enc["offset_mapping"]
         for char, arguments, rows in _decisions(record):
-            position = next(i for i, (a, b) in enumerate(offsets) if a <= char < b)
+            position = _token_at(offsets, char)
             turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
-            logp = _digit_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
+            logp = _token_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
             guess = int(logp.argmax())
             counts["decisions"] += 1
             nll -= float(logp[ids[position]])
@@ -88,6 +111,34 @@ def row_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, see
             "wrong": {k.split(": ", 1)[1]: v for k, v in counts.items() if k.startswith("wrong")}}
 
 
+def call_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, seed: int = 9090,
+                      block_size: int = 16) -> dict[str, Any]:
+    """Per intent: how often the first token of the call after a search result is right, its NLL,
+    and the wrong choices by what was said instead."""
+    mask_id = tokenizer.convert_tokens_to_ids(MASK)
+    assistant = tokenizer.convert_tokens_to_ids(ROLE_MARKERS["assistant"])
+    per_intent: dict[str, Counter] = {}
+    for record in corpus_lines(split, n, seed, intents=CALL_INTENTS):
+        enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
+        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+        counts = per_intent.setdefault(record["intent"], Counter())
+        for char in _calls_after_rows(record):
+            position = _token_at(offsets, char)
+            turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
+            logp = _token_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
+            guess = int(logp.argmax())
+            counts["decisions"] += 1
+            counts["nll"] -= float(logp[ids[position]])
+            counts["right" if guess == ids[position] else f"said {tokenizer.decode([guess])!r}"] += 1
+    report = {}
+    for intent, counts in sorted(per_intent.items()):
+        total = max(counts["decisions"], 1)
+        report[intent] = {"decisions": counts["decisions"], "accuracy": counts["right"] / total,
+                          "nll": counts["nll"] / total,
+                          "wrong": {k[5:]: v for k, v in counts.items() if k.startswith("said ")}}
+    return {"model_causal": bool(model.config.causal), "split": split, "transcripts": n, "intents": report}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m engine.sprout.probe", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="a Sprout folder")
@@ -105,11 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     report = row_choice_probe(backend.model, backend.tokenizer, args.split, args.n, block_size=args.block_size)
+    calls = call_choice_probe(backend.model, backend.tokenizer, args.split, args.n, block_size=args.block_size)
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps({**report, "calls": calls["intents"]}))
     else:
         print(f"{args.model}: row-choosing digit right in {report['accuracy']:.1%} of {report['decisions']} "
               f"add_to_cart calls ({args.split}), NLL {report['nll']:.3f}; wrong: {report['wrong']}")
+        for intent, r in calls["intents"].items():
+            print(f"  call after the search result, {intent}: right in {r['accuracy']:.1%} of {r['decisions']}, "
+                  f"NLL {r['nll']:.3f}; wrong: {r['wrong']}")
     return 0
 
 

@@ -1,11 +1,12 @@
-"""The row-choice probe finds the digit that picks a search row and scores it."""
+"""The shop-decision probes find the token that picks a search row, and the one that chooses the
+call after a search result, and score them."""
 
 import re
 import types
 
 import torch
 
-from engine.sprout.probe import PROBE_INTENTS, main, row_choice_probe
+from engine.sprout.probe import CALL_INTENTS, PROBE_INTENTS, call_choice_probe, main, row_choice_probe
 from engine.world.corpus import corpus_lines
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
 
@@ -34,11 +35,31 @@ def test_probe_scores_the_first_digit_of_each_copied_product_id():
     assert sum(report["wrong"].values()) == len(digits) - digits.count("3")
 
 
-def test_probe_runs_both_twins_decoding_paths():
+def test_call_probe_scores_the_choice_after_each_search_result_by_intent():
+    tok = tiny_tokenizer()
+    records = list(corpus_lines("heldout", 12, 9090, intents=CALL_INTENTS))
+    want: dict[str, list[str]] = {}
+    after_rows = r'<tool_response>\[\{"color".*?</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"'
+    for r in records:
+        want.setdefault(r["intent"], []).extend(re.findall(after_rows, r["text"]))
+    add = tok.encode("add_to_cart")[0]
+    report = call_choice_probe(AlwaysSays(add, len(tok)), tok, "heldout", 12)["intents"]
+    assert set(report) == set(want) and {"shop_add", "shop_near_miss"} <= set(report)
+    for intent, names in want.items():
+        adds = sum(n == "add_to_cart" for n in names)
+        assert report[intent]["decisions"] == len(names) > 0
+        assert report[intent]["accuracy"] == adds / len(names)
+        assert sum(report[intent]["wrong"].values()) == len(names) - adds
+    assert report["shop_near_miss"]["accuracy"] == 0.0 and report["shop_add"]["accuracy"] == 1.0
+
+
+def test_probes_run_both_twins_decoding_paths():
     tok = tiny_tokenizer()
     for causal in (True, False):
         report = row_choice_probe(tiny_sprout(causal=causal), tok, "train", 6, block_size=8)
         assert report["decisions"] > 0 and 0.0 <= report["accuracy"] <= 1.0 and report["nll"] > 0
+        calls = call_choice_probe(tiny_sprout(causal=causal), tok, "train", 6, block_size=8)["intents"]
+        assert calls and all(r["decisions"] > 0 and r["nll"] > 0 for r in calls.values())
 
 
 def test_cli_refuses_an_unknown_folder(capsys, tmp_path):
