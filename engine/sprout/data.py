@@ -45,6 +45,9 @@ ASKED = re.compile(r'"(color|size)":"([^"]+)"')
 # matching row among near misses, Sprout-BD answered "not available" in 11 of 18 validation
 # shop_add tasks (p(add) 0.10-0.46 at the name), although the rows carried whether they match
 # (the match read-out, loss 0.003): the one token that decides gets one token's share of the loss.
+# At weight 4 (1,148 BD steps) the call after a search was right in 100 % of 240 held-out cases
+# (engine.sprout.probe; 80 / 44 / 92.5 % for shop_add / near_miss / out_of_stock before) and
+# validation rose from 293 to 299 of 300 tasks. Weighting every tool name (above) did the opposite.
 DECISION = re.compile(r'<tool_response>\[\{"color"[^<]*</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"')
 
 

@@ -22,8 +22,11 @@ Two sets of linear heads, one head per layer input from layer 1 to the last laye
 A third set, `match_loss`, reads at each search row's id token whether that row is what the
 search asked for (its colour and its size both; `Example.row_matches`). Why: with the colour
 read-out, Sprout-BD's remaining benchmark failures answered "not available" although the first
-row matched (p(finish) 0.67 against p(add) 0.33 at the tool name; the AR twin: p(add) 0.94-0.97).
-Deciding whether any row matches is one attention lookup when the rows carry that bit.
+row matched (p(finish) 0.67 against p(add) 0.33 at the tool name; the AR twin: p(add) 0.94-0.97),
+and deciding whether any row matches is one attention lookup when the rows carry that bit.
+Measured (models/README.md, session 8): the bit became decodable after ~550 steps (loss 0.47 ->
+0.09) and lifted the row choice (engine.sprout.probe: 92.5 -> 99.7 %), but not the call choice
+(shop_add 80 -> 82.5 %); that took the decision weight (engine.sprout.data.DECISION).
 The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """
