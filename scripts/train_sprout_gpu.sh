@@ -15,10 +15,12 @@ export SPROUT_TRITON=0   # training and validation on the torch kernels (the Tri
 corpus=data/corpus-train-gpu.jsonl
 [ -f $corpus ] || $PY -m engine.world.corpus --split train --n 120000 --seed 0 --out $corpus
 # --row-colour-weight: the colour read-out (engine/sprout/readout.py) that lifted the BD twin's
-# row choice from 72 % to 92 % on the CPU (models/README.md, session 7); --conv-size 12 as the
-# shipped BD twin has it
+# row choice from 72 % to 92 % on the CPU (models/README.md, session 7); --row-match-weight and
+# --decision-weight: the row-match read-out and the 4x weight on the call after a search result
+# that took it to 99 % and its add / "not available" choice to 100 % (session 8); --conv-size 12
+# as the shipped BD twin has it
 common=(--preset gpu --device cuda --corpus $corpus --eval-every 1000 --agent-tasks 0 --select last
-        --row-colour-weight 0.1)
+        --row-colour-weight 0.1 --row-match-weight 0.1 --decision-weight 4)
 $PY -m engine.sprout.train --twin ar --out runs/out/sprout-ar-gpu --init-from models/sprout-ar \
   --conv-size 12 --minutes "$ar_min" "${common[@]}"
 $PY -m engine.sprout.train --twin bd --out runs/out/sprout-bd-gpu --init-from runs/out/sprout-ar-gpu \
