@@ -72,6 +72,10 @@ def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) 
     return lo, hi
 
 
+def _in_spans(p: int, spans: list[tuple[int, int]]) -> bool:
+    return any(lo <= p < hi for lo, hi in spans)
+
+
 def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
     """Token ids, the assistant spans that carry loss, the FOCUS tokens in them, the search
     rows' id tokens with their colours, and the copied ids' tokens with the colour asked for;
@@ -95,7 +99,8 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
         decisions = []   # the name's first token decides it ("add" | "finish"); the rest follows
         for m in DECISION.finditer(text):
             a, _ = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
-            decisions.extend(a for lo, hi in spans if lo <= a < hi)
+            if _in_spans(a, spans):
+                decisions.append(a)
         row_colours, row_matches, colour_of = [], [], {}
         searches = [(m.end(), dict(ASKED.findall(m.group(1)))) for m in SEARCH.finditer(text)]
         for m in ROW.finditer(text):
@@ -113,7 +118,7 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
             at, colour = colour_of.get(m.group(1), (len(text), -1))
             if at < m.start():
                 a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
-                wanted_colours.extend((p, colour) for p in range(a, b) if any(lo <= p < hi for lo, hi in spans))
+                wanted_colours.extend((p, colour) for p in range(a, b) if _in_spans(p, spans))
         out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours,
                            wanted_colours=wanted_colours, row_matches=row_matches, decisions=decisions))
     return out
@@ -150,6 +155,13 @@ def ar_batch(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.
     return ids, targets
 
 
+def weighted_tokens(ex: Example, focus_weight: float, decision_weight: float) -> list[tuple[list[int], float]]:
+    """(token positions, loss weight) of the tokens that count more than once: FOCUS ids and
+    DECISION names (a weight of 1 leaves its tokens out)."""
+    return [(positions, weight) for positions, weight in ((ex.focus, focus_weight), (ex.decisions, decision_weight))
+            if positions and weight != 1.0]
+
+
 def ar_weights(examples: list[Example], length: int, focus_weight: float,
                decision_weight: float = 1.0) -> torch.Tensor:
     """(B, length) loss weights aligned with ar_batch's targets: position t predicts token t+1,
@@ -157,7 +169,7 @@ def ar_weights(examples: list[Example], length: int, focus_weight: float,
     decision token, else 1."""
     weights = torch.ones(len(examples), length)
     for b, ex in enumerate(examples):
-        for positions, weight in ((ex.focus, focus_weight), (ex.decisions, decision_weight)):
+        for positions, weight in weighted_tokens(ex, focus_weight, decision_weight):
             weights[b, [p - 1 for p in positions if 0 < p <= length]] = weight
     return weights
 
@@ -203,21 +215,17 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
     none = ~masked.any(-1)
     pick = torch.randint(0, C, (B, NB), generator=gen)
     masked[none, pick[none]] = True
-    weights = (1.0 / t).expand(B, NB, C)
+    weights = (1.0 / t).expand(B, NB, C).clone()                          # written per row below
     n_tokens = int(real.sum().item()) * C          # a pair predicts each of these once
     if complementary:
         truth, starts, real = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2)
         masked = torch.cat([masked, ~masked], dim=1)
         weights = torch.ones(B, 2 * NB, C)
     pos = starts[..., None] + torch.arange(C)                               # (B, NB', C) token positions
-    for field_name, weight in (("focus", focus_weight), ("decisions", decision_weight)):
-        if weight == 1.0:
-            continue
-        marked = torch.zeros_like(pos, dtype=torch.bool)
-        for b, ex in enumerate(examples):
-            if getattr(ex, field_name):
-                marked[b] = torch.isin(pos[b], torch.tensor(getattr(ex, field_name)))
-        weights = torch.where(marked & real[..., None], weights * weight, weights)
+    for b, ex in enumerate(examples):
+        for positions, weight in weighted_tokens(ex, focus_weight, decision_weight):
+            marked = torch.isin(pos[b], torch.tensor(positions)) & real[b, :, None]    # (NB', C)
+            weights[b] = torch.where(marked, weights[b] * weight, weights[b])
     masked &= real[..., None]
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))

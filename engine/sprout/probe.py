@@ -33,14 +33,21 @@ CALL_INTENTS = ["shop_add", "shop_out_of_stock", "shop_near_miss"]
 NAME_OPENING = '<tool_call>{"name":"'   # the token after this chooses the call
 
 
+def _messages_at(record: dict[str, Any]):
+    """Each message of a transcript with the character offset of its content in the text."""
+    offset, text = 0, record["text"]
+    for message in record["messages"]:
+        at = text.index(message["content"], offset)
+        offset = at + len(message["content"])
+        yield message, at
+
+
 def _decisions(record: dict[str, Any]) -> list[tuple[int, dict[str, str], list[dict[str, Any]]]]:
     """(character offset of the id's first digit, the call's arguments, the rows it chose from)
     for each add_to_cart in a transcript, with the latest search result before it."""
-    out, rows, offset, text = [], [], 0, record["text"]
-    for message in record["messages"]:
+    out, rows = [], []
+    for message, at in _messages_at(record):
         content = message["content"]
-        at = text.index(content, offset)
-        offset = at + len(content)
         if message["role"] == "tool" and content.startswith("["):
             rows = json.loads(content)
         if message["role"] == "assistant" and ID_OPENING in content:
@@ -51,19 +58,13 @@ def _decisions(record: dict[str, Any]) -> list[tuple[int, dict[str, str], list[d
 
 def _calls_after_rows(record: dict[str, Any]) -> list[int]:
     """Character offset of the call name in each assistant turn right after a search result."""
-    out, offset, after_rows, text = [], 0, False, record["text"]
-    for message in record["messages"]:
+    out, after_rows = [], False
+    for message, at in _messages_at(record):
         content = message["content"]
-        at = text.index(content, offset)
-        offset = at + len(content)
         if message["role"] == "assistant" and after_rows and content.startswith(NAME_OPENING):
             out.append(at + len(NAME_OPENING))
         after_rows = message["role"] == "tool" and content.startswith('[{"color"')
     return out
-
-
-def _token_at(offsets, char: int) -> int:
-    return next(i for i, (a, b) in enumerate(offsets) if a <= char < b)
 
 
 @torch.inference_mode()
@@ -78,23 +79,31 @@ def _token_logits(model, ids: list[int], position: int, turn_start: int, block_s
     return model.denoise(torch.tensor([block]), cache)[0, position - start]
 
 
+def _scored_tokens(model, tokenizer, record: dict[str, Any], chars: list[int], block_size: int):
+    """(true token id, log-probs (V,)) of the token at each character offset, as decoding meets it."""
+    mask_id = tokenizer.convert_tokens_to_ids(MASK)
+    assistant = tokenizer.convert_tokens_to_ids(ROLE_MARKERS["assistant"])
+    enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
+    ids, offsets = enc["input_ids"], enc["offset_mapping"]
+    for char in chars:
+        position = next(i for i, (a, b) in enumerate(offsets) if a <= char < b)
+        turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
+        logits = _token_logits(model, ids, position, turn_start, block_size, mask_id)
+        yield ids[position], logits.float().log_softmax(-1)
+
+
 def row_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, seed: int = 9090,
                      block_size: int = 16) -> dict[str, Any]:
     """Accuracy and NLL of the row-choosing digit over the add_to_cart calls of n transcripts."""
-    mask_id = tokenizer.convert_tokens_to_ids(MASK)
-    assistant = tokenizer.convert_tokens_to_ids(ROLE_MARKERS["assistant"])
     counts, nll = Counter(), 0.0
     for record in corpus_lines(split, n, seed, intents=PROBE_INTENTS):
-        enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
-        ids, offsets = enc["input_ids"], enc["offset_mapping"]
-        for char, arguments, rows in _decisions(record):
-            position = _token_at(offsets, char)
-            turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
-            logp = _token_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
+        decisions = _decisions(record)
+        scored = _scored_tokens(model, tokenizer, record, [char for char, _, _ in decisions], block_size)
+        for (_, arguments, rows), (truth, logp) in zip(decisions, scored):
             guess = int(logp.argmax())
             counts["decisions"] += 1
-            nll -= float(logp[ids[position]])
-            if guess == ids[position]:
+            nll -= float(logp[truth])
+            if guess == truth:
                 counts["right"] += 1
                 continue
             digit = tokenizer.decode([guess])
@@ -115,21 +124,14 @@ def call_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, se
                       block_size: int = 16) -> dict[str, Any]:
     """Per intent: how often the first token of the call after a search result is right, its NLL,
     and the wrong choices by what was said instead."""
-    mask_id = tokenizer.convert_tokens_to_ids(MASK)
-    assistant = tokenizer.convert_tokens_to_ids(ROLE_MARKERS["assistant"])
     per_intent: dict[str, Counter] = {}
     for record in corpus_lines(split, n, seed, intents=CALL_INTENTS):
-        enc = tokenizer(record["text"], return_offsets_mapping=True, add_special_tokens=False)
-        ids, offsets = enc["input_ids"], enc["offset_mapping"]
         counts = per_intent.setdefault(record["intent"], Counter())
-        for char in _calls_after_rows(record):
-            position = _token_at(offsets, char)
-            turn_start = max(i + 1 for i in range(position) if ids[i] == assistant)
-            logp = _token_logits(model, ids, position, turn_start, block_size, mask_id).float().log_softmax(-1)
+        for truth, logp in _scored_tokens(model, tokenizer, record, _calls_after_rows(record), block_size):
             guess = int(logp.argmax())
             counts["decisions"] += 1
-            counts["nll"] -= float(logp[ids[position]])
-            counts["right" if guess == ids[position] else f"said {tokenizer.decode([guess])!r}"] += 1
+            counts["nll"] -= float(logp[truth])
+            counts["right" if guess == truth else f"said {tokenizer.decode([guess])!r}"] += 1
     report = {}
     for intent, counts in sorted(per_intent.items()):
         total = max(counts["decisions"], 1)

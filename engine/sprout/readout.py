@@ -1,5 +1,5 @@
-"""Colour read-outs: an auxiliary training loss that asks the residual stream to name a colour
-where the row choice needs it.
+"""Shop read-outs: auxiliary training losses that ask the residual stream to name what the row
+choice needs (a colour, whether a row matches) where it needs it.
 
 Why: to copy the right product id out of a search result, a copy head must match the colour
 asked for (its query) against each row's colour (its keys). A row reads
@@ -19,14 +19,11 @@ Two sets of linear heads, one head per layer input from layer 1 to the last laye
 - wanted: the clean stream, and for the BD twin every noisy block position, at each copied id
   token -> the colour of the row it was copied from (`Example.wanted_colours`), masked or not:
   what is asked for is a property of the context.
-A third set, `match_loss`, reads at each search row's id token whether that row is what the
-search asked for (its colour and its size both; `Example.row_matches`). Why: with the colour
-read-out, Sprout-BD's remaining benchmark failures answered "not available" although the first
-row matched (p(finish) 0.67 against p(add) 0.33 at the tool name; the AR twin: p(add) 0.94-0.97),
-and deciding whether any row matches is one attention lookup when the rows carry that bit.
-Measured (models/README.md, session 8): the bit became decodable after ~550 steps (loss 0.47 ->
-0.09) and lifted the row choice (engine.sprout.probe: 92.5 -> 99.7 %), but not the call choice
-(shop_add 80 -> 82.5 %); that took the decision weight (engine.sprout.data.DECISION).
+A third set (`match_loss`) reads at each search row's id token whether the row is what the
+search asked for, colour and size both (`Example.row_matches`). Why: Sprout-BD still answered
+"not available" over a matching row. Measured (models/README.md, session 8): the bit became
+decodable after ~550 steps and lifted the row choice (engine.sprout.probe: 92.5 -> 99.7 %), but
+not the add / "not available" choice; that took the decision weight (engine.sprout.data.DECISION).
 The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """
@@ -43,7 +40,7 @@ from engine.sprout.data import Example
 from engine.world.entities import COLORS
 
 
-class RowColourReadout(nn.Module):
+class ShopReadout(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.layers = list(range(1, len(model.mixers)))      # inputs of layers 1 .. L-1
@@ -91,15 +88,21 @@ class RowColourReadout(nn.Module):
                 out.extend((b, j, p - s, wanted[p]) for p in range(s, s + C) if p in wanted)
         return out
 
+    def _clean_terms(self, batch: list[Example], field: str, heads: nn.ModuleList) -> list[torch.Tensor]:
+        """One cross-entropy per head over the clean stream at the (position, class) marks of
+        `field`; none when the batch has no marks or nothing was captured."""
+        marks = [(b, p, c) for b, ex in enumerate(batch) for p, c in getattr(ex, field)]
+        if not marks or not self._clean:
+            return []
+        device = next(iter(self._clean.values())).device
+        b, p, c = (torch.tensor(v, device=device) for v in zip(*marks))
+        return [F.cross_entropy(head(self._clean[i][b, p]), c) for i, head in zip(self.layers, heads)]
+
     def loss(self, batch: list[Example]) -> torch.Tensor:
-        """Mean cross-entropy over the heads and positions that have targets; zero when none."""
-        terms = []
-        for name, heads in (("row_colours", self.heads), ("wanted_colours", self.wanted_heads)):
-            marks = [(b, p, c) for b, ex in enumerate(batch) for p, c in getattr(ex, name)]
-            if marks and self._clean:
-                device = next(iter(self._clean.values())).device
-                b, p, c = (torch.tensor(v, device=device) for v in zip(*marks))
-                terms += [F.cross_entropy(head(self._clean[i][b, p]), c) for i, head in zip(self.layers, heads)]
+        """The colour losses: mean cross-entropy over the heads and positions that have targets;
+        zero when none."""
+        terms = self._clean_terms(batch, "row_colours", self.heads)
+        terms += self._clean_terms(batch, "wanted_colours", self.wanted_heads)
         noisy = self._noisy_targets(batch)
         if noisy:
             device = next(iter(self._noisy.values())).device
@@ -111,10 +114,5 @@ class RowColourReadout(nn.Module):
     def match_loss(self, batch: list[Example]) -> torch.Tensor:
         """Mean cross-entropy of 'this row is what was asked' at the rows' id tokens (clean
         stream), over the heads; zero when no row is marked."""
-        marks = [(b, p, hit) for b, ex in enumerate(batch) for p, hit in ex.row_matches]
-        if not marks or not self._clean:
-            return torch.zeros(())
-        device = next(iter(self._clean.values())).device
-        b, p, hit = (torch.tensor(v, device=device) for v in zip(*marks))
-        return torch.stack([F.cross_entropy(head(self._clean[i][b, p]), hit)
-                            for i, head in zip(self.layers, self.match_heads)]).mean()
+        terms = self._clean_terms(batch, "row_matches", self.match_heads)
+        return torch.stack(terms).mean() if terms else torch.zeros(())

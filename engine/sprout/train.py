@@ -34,7 +34,7 @@ from engine.sprout.config import SproutConfig, preset_config
 from engine.sprout.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from engine.sprout.grow import grow, widen_conv
 from engine.sprout.modeling import SproutModel
-from engine.sprout.readout import RowColourReadout
+from engine.sprout.readout import ShopReadout
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 
 TRAIN_PRESETS = {
@@ -122,7 +122,7 @@ def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
             gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
-            focus_weight: float = 1.0, on_blocks=None, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
+            focus_weight: float = 1.0, decision_weight: float = 1.0, on_blocks=None) -> tuple[torch.Tensor, int]:
     """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
     adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         model.config.logit_shift = args.logit_shift
         recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
                       complementary=args.complementary, ar_weight=args.ar_weight)
-    readout = RowColourReadout(model).to(device) if args.row_colour_weight or args.row_match_weight else None
+    readout = ShopReadout(model).to(device) if args.row_colour_weight or args.row_match_weight else None
     groups = param_groups(model, weight_decay=0.1)
     if readout is not None:   # training-only heads: in the run's state, never in the model folder
         # fresh linear probes at the model's fine-tuning lr (3e-4) barely moved in 100 steps
@@ -382,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
                     block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
                                                                        generator=gen))]
                     loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
-                                      args.focus_weight, readout.see_blocks if readout is not None else None,
-                                      args.decision_weight)
+                                      args.focus_weight, args.decision_weight,
+                                      on_blocks=readout.see_blocks if readout is not None else None)
                 aux = readout.loss(batch) if args.row_colour_weight else None
                 match = readout.match_loss(batch) if args.row_match_weight else None
             if aux is not None:

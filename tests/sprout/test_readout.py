@@ -8,7 +8,7 @@ import re
 import torch
 
 from engine.sprout.data import FOCUS, encode_texts
-from engine.sprout.readout import RowColourReadout
+from engine.sprout.readout import ShopReadout
 from engine.sprout.train import loss_bd
 from engine.world.entities import COLORS
 from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_sprout, tiny_tokenizer
@@ -35,7 +35,7 @@ def test_wanted_colour_is_the_colour_of_the_row_the_id_was_copied_from():
 def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_model():
     tok, batch = _shop_batch()
     model = tiny_sprout(causal=False, pattern="GAGA").train()
-    readout = RowColourReadout(model)
+    readout = ShopReadout(model)
     assert readout.layers == [1, 2, 3]
     with readout.capture(model):
         loss_bd(model, batch, special_ids(tok), 8, torch.Generator().manual_seed(0), complementary=True,
@@ -61,20 +61,23 @@ def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_mo
 def test_match_readout_reads_whether_each_row_is_what_was_asked_and_trains_the_model():
     tok, batch = _shop_batch()
     model = tiny_sprout(causal=True, pattern="GAGA").train()
-    readout = RowColourReadout(model)
+    readout = ShopReadout(model)
     with readout.capture(model):
         loss_bd(model, batch, special_ids(tok), 8, torch.Generator().manual_seed(0))
         match = readout.match_loss(batch)
-        # what the heads see: the clean stream at exactly the marked row-id tokens
-        marks = [(i, q, h) for i, ex in enumerate(batch) for q, h in ex.row_matches]
-        b, p, hit = (torch.tensor(v) for v in zip(*marks))
-        again = torch.stack([torch.nn.functional.cross_entropy(head(readout._clean[i][b, p]), hit)
-                             for i, head in zip(readout.layers, readout.match_heads)]).mean()
+        hit = torch.tensor([h for ex in batch for _, h in ex.row_matches])
+        # it reads the marked row-id tokens only: noise everywhere else leaves it unchanged
+        marked = torch.zeros(readout._clean[1].shape[:2], dtype=torch.bool)
+        for b, ex in enumerate(batch):
+            marked[b, [p for p, _ in ex.row_matches]] = True
+        kept = dict(readout._clean)
+        readout._clean = {i: torch.where(marked[..., None], h, torch.randn_like(h)) for i, h in kept.items()}
+        torch.testing.assert_close(readout.match_loss(batch), match)
+        readout._clean = kept
     assert 0 < hit.sum() < len(hit), "both labels occur in the batch"
-    assert torch.allclose(match, again)
     assert abs(match.item() - math.log(2)) < 0.7           # fresh heads: about chance
     match.backward()
     assert model.mixers[0].conv.grad.abs().sum() > 0
     assert all(h.weight.grad.abs().sum() > 0 for h in readout.match_heads)
     assert readout.heads[0].weight.grad is None, "the colour heads are not part of this loss"
-    assert RowColourReadout(model).match_loss(batch).item() == 0.0   # nothing captured: no loss
+    assert ShopReadout(model).match_loss(batch).item() == 0.0   # nothing captured: no loss

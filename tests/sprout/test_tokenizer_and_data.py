@@ -230,3 +230,18 @@ def test_decision_weight_scales_only_the_decision_targets():
     weights = ar_weights(exs, targets.shape[1], 3.0, decision_weight=2.0)
     for b, ex in enumerate(exs):
         assert ex.decisions and sorted((weights[b] == 2.0).nonzero()[:, 0].tolist()) == [p - 1 for p in ex.decisions]
+
+
+def test_token_weights_scale_the_elbo_weight_without_pairs():
+    """Without complementary pairs each block keeps its 1/t, times the token's weight."""
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    exs = encode_texts([t for t in corpus_texts() if '"product_id":"' in t][:3], tok)
+    weighted = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), False, 3.0, decision_weight=2.0)
+    plain = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(0), False)
+    positions = plain.starts[..., None] + torch.arange(8)
+    for b, ex in enumerate(exs):
+        real = torch.arange(plain.starts.shape[1]) < sum(-(-(e - s) // 8) for s, e in ex.spans)
+        want = torch.where(torch.isin(positions[b], torch.tensor(ex.decisions)), 2.0,
+                           torch.where(torch.isin(positions[b], torch.tensor(ex.focus)), 3.0, 1.0))
+        torch.testing.assert_close((weighted.weights[b] / plain.weights[b])[real], want[real])
