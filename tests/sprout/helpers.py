@@ -10,7 +10,7 @@ import torch
 from engine.sprout.config import preset_config
 from engine.sprout.modeling import SproutModel
 from engine.sprout.tokenizer import EOS, MASK, PAD, train_tokenizer
-from engine.world.corpus import corpus_lines
+from training.corpus import corpus_lines
 
 
 @functools.lru_cache(maxsize=1)

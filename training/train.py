@@ -1,7 +1,7 @@
 """Train a Sprout twin on the agent world's transcripts.
 
-    python -m engine.sprout.train --twin ar --preset cpu --out models/sprout-ar
-    python -m engine.sprout.train --twin bd --preset cpu --out models/sprout-bd --init-from models/sprout-ar
+    python -m training.train --twin ar --preset cpu --out models/sprout-ar
+    python -m training.train --twin bd --preset cpu --out models/sprout-bd --init-from models/sprout-ar
 
 Resumable: the training state (fp32 weights, optimizer, step, data position) lives in
 `runs/<out name>/state.pt`, written atomically every few minutes; rerunning the same command
@@ -31,11 +31,11 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from engine.sprout.config import SproutConfig, preset_config
-from engine.sprout.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
-from engine.sprout.grow import grow, widen_conv
 from engine.sprout.modeling import SproutModel
-from engine.sprout.readout import ShopReadout
 from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
+from training.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
+from training.grow import grow, widen_conv
+from training.readout import ShopReadout
 
 TRAIN_PRESETS = {
     #            batch tokens, lr,   warmup, steps,  save every (min), eval every (steps)
@@ -71,7 +71,7 @@ def read_corpus(path: Path) -> tuple[list[str], list[list[int]]]:
 
 
 def make_corpus(split: str, n: int, seed: int, path: Path) -> None:
-    from engine.world.corpus import main as corpus_main
+    from training.corpus import main as corpus_main
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus_main(["--split", split, "--n", str(n), "--seed", str(seed), "--out", str(path)])
 
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--twin", choices=["ar", "bd"], required=True)
     p.add_argument("--preset", choices=list(TRAIN_PRESETS), default="cpu")
     p.add_argument("--out", required=True, help="model folder for the best weights")
-    p.add_argument("--corpus", help="training JSONL (made with engine.world.corpus when missing)")
+    p.add_argument("--corpus", help="training JSONL (made with training.corpus when missing)")
     p.add_argument("--val-corpus", help="validation JSONL (held-out entities)")
     p.add_argument("--init-from", help="start from these weights (AR -> diffusion adaptation)")
     p.add_argument("--minutes", type=float, default=None,
@@ -215,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
                         "'not available')")
     p.add_argument("--row-colour-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads the row colour at search rows' ids and the "
-                        "colour asked for at copied ids (engine.sprout.readout; 0 = off)")
+                        "colour asked for at copied ids (training.readout; 0 = off)")
     p.add_argument("--row-match-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads, at each search row's id, whether the row is "
-                        "what the search asked for (engine.sprout.readout; 0 = off)")
+                        "what the search asked for (training.readout; 0 = off)")
     p.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
     p.add_argument("--conv-size", type=int, default=None,

@@ -28,13 +28,13 @@ from engine.world.entities import COLORS
 from engine.world.format import assistant_spans
 
 # The decision most failed shop tasks turn on: which product id a call copies out of a search
-# result (the row whose colour and size match; engine.sprout.probe scores it). It is a few
+# result (the row whose colour and size match; training.probe scores it). It is a few
 # tokens of a ~40-token turn, so a plain mean spends little on it; `focus_weight` scales its
 # loss. Weighting the tool names as well (x4, 450 CPU steps) made Sprout-BD answer "not
 # available" where it should add (wrong_tool 9 -> 29 of 300 validation tasks), so it does not.
 FOCUS = re.compile(r'"product_id":"([^"]+)"')
 # A search result row (engine.world.tools.search_products): its colour, size and id, whose tokens
-# `Example.row_colours` marks with the colour for the read-out loss (engine.sprout.readout).
+# `Example.row_colours` marks with the colour for the read-out loss (training.readout).
 ROW = re.compile(r'"color":"(\w+)","size":"([^"]+)","id":"([^"]+)"')
 # The search call a result answers: the colour and size asked for (either may be absent), which
 # `Example.row_matches` compares with each row's.
@@ -46,7 +46,7 @@ ASKED = re.compile(r'"(color|size)":"([^"]+)"')
 # shop_add tasks (p(add) 0.10-0.46 at the name), although the rows carried whether they match
 # (the match read-out, loss 0.003): the one token that decides gets one token's share of the loss.
 # At weight 4 (1,148 BD steps) the call after a search was right in 100 % of 240 held-out cases
-# (engine.sprout.probe; 80 / 44 / 92.5 % for shop_add / near_miss / out_of_stock before) and
+# (training.probe; 80 / 44 / 92.5 % for shop_add / near_miss / out_of_stock before) and
 # validation rose from 293 to 299 of 300 tasks. Weighting every tool name (above) did the opposite.
 DECISION = re.compile(r'<tool_response>\[\{"color"[^<]*</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"')
 

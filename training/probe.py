@@ -10,7 +10,7 @@ reads its causal logits; the BD twin denoises the token's block with every token
 committed and the rest masked (as prefix_threshold decodes). A minute or two on the CPU, so it
 can score checkpoints during training.
 
-    python -m engine.sprout.probe --model models/sprout-bd [--split heldout --n 240 --json]
+    python -m training.probe --model models/sprout-bd [--split heldout --n 240 --json]
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from engine.sprout.tokenizer import MASK
-from engine.world.corpus import corpus_lines
 from engine.world.format import ROLE_MARKERS
+from training.corpus import corpus_lines
 
 PROBE_INTENTS = ["shop_add", "shop_buy", "shop_out_of_stock"]
 ID_OPENING = '"product_id":"P'   # the digit after this picks the row
@@ -142,7 +142,7 @@ def call_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, se
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.sprout.probe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="a Sprout folder")
     p.add_argument("--split", choices=("train", "heldout"), default="heldout")
     p.add_argument("--n", type=int, default=240, help="shop transcripts")

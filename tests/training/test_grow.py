@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from engine.sprout.grow import grow, widen_conv
 from tests.sprout.helpers import tiny_sprout
+from training.grow import grow, widen_conv
 
 
 def assert_same_logits(changed, model, ids: torch.Tensor) -> None:

@@ -1,16 +1,16 @@
-"""engine/world/detours.py: a wrong add_to_cart that mixes two rows' ids, the shop's error, then
+"""training/detours.py: a wrong add_to_cart that mixes two rows' ids, the shop's error, then
 the right call; the wrong call stays out of the loss."""
 
 import random
 
-from engine.sprout.data import encode_texts
 from engine.world import entities as E
-from engine.world.corpus import corpus_lines
-from engine.world.detours import detour, mixed_id
 from engine.world.format import assistant_spans, parse_call
 from engine.world.grader import replay
 from engine.world.tasks import build_task
 from tests.sprout.helpers import tiny_tokenizer
+from training.corpus import corpus_lines
+from training.data import encode_texts
+from training.detours import detour, mixed_id
 
 
 def test_mixed_id_takes_each_character_from_one_of_the_two_ids():

@@ -9,7 +9,7 @@ the colour 9. Linear read-outs (held-out transcripts) found, after the first lay
   `P`) and 36 % (first digit; chance 1/8 plus the colour prior);
 - BD twin's clean stream, at the `P` of the id being written (the query): the colour asked for
   76 %, the size 93 %.
-Their wrong picks are all rows of the right size and another colour (engine.sprout.probe). More
+Their wrong picks are all rows of the right size and another colour (training.probe). More
 epochs of the plain loss did not grow either feature, since the loss reaches them only through
 one copied token per call; these losses ask for them directly.
 
@@ -22,8 +22,8 @@ Two sets of linear heads, one head per layer input from layer 1 to the last laye
 A third set (`match_loss`) reads at each search row's id token whether the row is what the
 search asked for, colour and size both (`Example.row_matches`). Why: Sprout-BD still answered
 "not available" over a matching row. Measured (models/README.md, session 8): the bit became
-decodable after ~550 steps and lifted the row choice (engine.sprout.probe: 92.5 -> 99.7 %), but
-not the add / "not available" choice; that took the decision weight (engine.sprout.data.DECISION).
+decodable after ~550 steps and lifted the row choice (training.probe: 92.5 -> 99.7 %), but
+not the add / "not available" choice; that took the decision weight (training.data.DECISION).
 The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """
@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.sprout.data import Example
 from engine.world.entities import COLORS
+from training.data import Example
 
 
 class ShopReadout(nn.Module):

@@ -1,6 +1,6 @@
 """Training corpus: complete chat transcripts rendered from oracle trajectories.
 
-    python -m engine.world.corpus --split train --n 20000 --seed 0 --out data/train.jsonl
+    python -m training.corpus --split train --n 20000 --seed 0 --out data/train.jsonl
 
 One JSON line per task: {"id", "intent", "split", "messages": [{"role", "content"}], "text"},
 `text` = render_chat(messages, add_generation_prompt=False). No system turn and no tool list:
@@ -9,7 +9,7 @@ turns listed in "untrained_turns" (present only when there are some). Agent task
 user -> (assistant call -> tool response)* -> assistant finish; document tasks are
 user -> assistant document (plain text). Intents come in balanced shuffled rounds. With
 --detour-share, that share of the transcripts that can take one carry a detour
-(engine/world/detours.py): a wrong call, the shop's error, then the right call.
+(training/detours.py): a wrong call, the shop's error, then the right call.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.world.detours import DETOUR_SHARE, detour
 from engine.world.format import render_call, render_chat, render_response, system_prompt
 from engine.world.oracle import Call
 from engine.world.tasks import ALL_INTENTS, build_task, task_seeds
+from training.detours import DETOUR_SHARE, detour
 
 
 def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], final: Call | None,
@@ -61,7 +61,7 @@ def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.world.corpus", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m training.corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("train", "heldout"), default="train")
     parser.add_argument("--n", type=int, default=20000, help="number of transcripts")
     parser.add_argument("--seed", type=int, default=0)

@@ -6,9 +6,9 @@ import types
 
 import torch
 
-from engine.sprout.probe import CALL_INTENTS, PROBE_INTENTS, call_choice_probe, main, row_choice_probe
-from engine.world.corpus import corpus_lines
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+from training.corpus import corpus_lines
+from training.probe import CALL_INTENTS, PROBE_INTENTS, call_choice_probe, main, row_choice_probe
 
 
 class AlwaysSays:

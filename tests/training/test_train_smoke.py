@@ -1,4 +1,4 @@
-"""`python -m engine.sprout.train --preset smoke` trains, saves a loadable folder, and resumes."""
+"""`python -m training.train --preset smoke` trains, saves a loadable folder, and resumes."""
 
 import json
 
@@ -9,7 +9,7 @@ from transformers import AutoModel
 import engine.sprout  # noqa: F401  (registers Sprout with the Auto classes)
 from engine.sprout.config import preset_config
 from engine.sprout.modeling import SproutModel
-from engine.sprout.train import READOUT_LR_SCALE, main, param_groups
+from training.train import READOUT_LR_SCALE, main, param_groups
 
 
 def run(tmp_path, *extra):
@@ -68,8 +68,8 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     """The AR twin is evaluated autoregressively, the BD twin by block diffusion."""
     import engine.agent
     from engine.backends.sprout import SproutARBackend, SproutBackend
-    from engine.sprout.train import agent_eval
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+    from training.train import agent_eval
 
     seen = []
 
@@ -85,9 +85,9 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
 
 def test_bd_loss_adds_the_clean_streams_next_token_loss():
     """loss_bd(ar_weight=w) - loss_bd(ar_weight=0) == w * the AR twin's loss on the same ids."""
-    from engine.sprout.data import encode_texts
-    from engine.sprout.train import loss_ar, loss_bd
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
+    from training.data import encode_texts
+    from training.train import loss_ar, loss_bd
 
     tok = tiny_tokenizer()
     ids = special_ids(tok)
@@ -130,7 +130,7 @@ def test_resume_from_a_state_saved_with_one_optimizer_group(tmp_path):
 
 
 def test_select_last_keeps_the_last_evaluation_and_best_the_best(tmp_path, monkeypatch):
-    import engine.sprout.train as train
+    import training.train as train
     losses = iter(float(i) for i in range(1, 100))        # every evaluation worse than the one before
     monkeypatch.setattr(train, "validation_loss", lambda *a, **k: next(losses))
     for select in ("best", "last"):
@@ -151,9 +151,9 @@ def test_minutes_end_the_run(tmp_path):
 def test_a_token_weight_raises_the_loss_by_those_tokens_share(field):
     """With weight w on the focus (or decision) tokens the AR loss grows by (w - 1) x their CE /
     all targets."""
-    from engine.sprout.data import ar_batch, encode_texts
-    from engine.sprout.train import loss_ar
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
+    from training.data import ar_batch, encode_texts
+    from training.train import loss_ar
 
     tok = tiny_tokenizer()
     model = tiny_sprout(causal=True)

@@ -1,4 +1,4 @@
-"""engine/world/corpus.py and the split: held-out values never reach a training corpus;
+"""training/corpus.py and the split: held-out values never reach a training corpus;
 the committed held-out benchmark set is balanced, held-out only, and solvable."""
 
 import json
@@ -10,11 +10,11 @@ import pytest
 from engine.agent import run_episode
 from engine.trace import GenerationConfig
 from engine.world import entities as E
-from engine.world.corpus import corpus_lines, main
 from engine.world.format import assistant_spans, parse_call, render_chat
 from engine.world.oracle import OracleModel, solve
 from engine.world.state import world_for
 from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks, validation_tasks
+from training.corpus import corpus_lines, main
 
 TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
 PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)

@@ -46,10 +46,10 @@ def widen_conv(model: SproutModel, width: int) -> SproutModel:
 
     Why: a search row reads `{"color":"grey","size":"M","id":"P5K9",...}`. The size is 5 tokens
     before the id's first digit and the colour 9; the twins always match the size and miss the
-    colour in ~28 % of calls (engine.sprout.probe). With width >= 10 the q / k / v of the id's
+    colour in ~28 % of calls (training.probe). With width >= 10 the q / k / v of the id's
     digits see the row's colour directly, instead of through the recurrence alone. Measured:
     alone, the new taps only random-walked and the choice did not move; the colour read-out
-    loss (engine.sprout.readout) is what moved it (models/README.md, session 7)."""
+    loss (training.readout) is what moved it (models/README.md, session 7)."""
     old = model.config.conv_size
     if width <= old:
         raise ValueError(f"The conv can only be widened: it spans {old} tokens, asked for {width}.")
