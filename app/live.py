@@ -7,14 +7,14 @@ token; the header holds numbers and our own words only.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from engine.trace import Frame, GenerationConfig, Result, Stats
 from visualizer import commits_per_forward, decision_heatmap, render_grid
+from visualizer.escape import markdown_text
 
 MODES = {"live": "● live", "done": "finished", "replay": "replay", "stopped": "stopped"}
 
@@ -109,20 +109,10 @@ class TraceView:
                 commits_per_forward(self.frames))
 
 
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
-
-
 def markdown_safe(text: str) -> str:
-    """Model text for a Markdown view (the Chatbot): HTML escaped outside code, where Markdown
-    shows `&lt;` as `<`; code spans and fences are left as they are, Markdown shows them
-    literally. The Chatbot's own sanitiser is the second line of defence."""
-    out, start = [], 0
-    for match in _CODE.finditer(text):
-        out.append(str(escape(text[start:match.start()])))
-        out.append(match.group(0))
-        start = match.end()
-    out.append(str(escape(text[start:])))
-    return "".join(out)
+    """Model or user text for a Markdown view (the Chatbot, status lines, the verdict): HTML shown
+    as text, images shown as links and never fetched, code literal (visualizer.escape)."""
+    return markdown_text(text)
 
 
 def chat_messages(history: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from sessions import StoreError
 
 from .chat import file_list, scrubber_for
 from .exports import export_answer, export_conversation
-from .live import TraceView
+from .live import TraceView, markdown_safe
 from .messages import user_error
 from .state import AppContext
 
@@ -82,7 +82,7 @@ class SessionsHandlers:
         except StoreError as exc:
             raise user_error(str(exc)) from None
         choices = [(_label(r), str(r["id"])) for r in rows]
-        status = f"{len(rows)} conversation(s)" + (f" matching “{query}”." if query else ".")
+        status = f"{len(rows)} conversation(s)" + (f" matching “{markdown_safe(query)}”." if query else ".")
         return sessions_table(rows, bool(query)), gr.Dropdown(choices=choices, value=None), status
 
     def open(self, choice: str | None) -> tuple:
@@ -126,7 +126,8 @@ class SessionsHandlers:
         except StoreError as exc:
             raise user_error(str(exc)) from None
         table, picker, _ = self.refresh(kind, query)
-        status = f"Deleted conversation #{choice}." if gone else f"Conversation #{choice} was already gone."
+        status = (f"Deleted conversation #{markdown_safe(choice)}." if gone
+                  else f"Conversation #{markdown_safe(choice)} was already gone.")
         return table, picker, status, "", None
 
     def export(self, conversation: dict[str, Any] | None, trace: TraceView | None) -> tuple[Any, str]:
