@@ -96,7 +96,7 @@ class TraceView:
             if self.family == "diffusion":
                 items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
             else:
-                items.append(f"token {frame.block + 1}/{self.gen_length}")
+                items.append(f"token {frame.nfe}/{self.gen_length}")   # AR: one token per forward
             items.append(f"frame {index + 1}/{len(self.frames)}")
         if self.model:
             items.append(self.model)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.trace import SAMPLERS, SPROUT_DECODING, ConfigError, GenerationConfig
+from engine.catalog import bundled_decoding
+from engine.samplers import SAMPLERS
+from engine.trace import ConfigError, GenerationConfig
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.
 RANGES = {
@@ -16,7 +18,7 @@ RANGES = {
     "temperature": (0.0, 2.0, 0.05),
 }
 DEFAULTS: dict[str, Any] = {
-    "gen_length": 64, **SPROUT_DECODING, "temperature": 0.0, "seed": 0,
+    "gen_length": 64, **bundled_decoding(), "temperature": 0.0, "seed": 0,
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}
 SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]

@@ -26,14 +26,15 @@ from math import comb
 from typing import Any
 
 from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
-from engine.trace import SPROUT_DECODING, ConfigError, GenerationConfig
+from engine.catalog import bundled_decoding
+from engine.trace import ConfigError, GenerationConfig
 from engine.world.grader import ERROR_TYPES
 from engine.world.tasks import load_heldout_tasks, validation_tasks
 
 PASS_K = 3
 # The left-to-right threshold rule at 0.99 (engine.samplers.prefix_threshold), not Fast-dLLM's
 # plain rule at 0.9: measured on 300 validation tasks (--validation 300), see models/README.md.
-DEFAULT_CONFIG = GenerationConfig(gen_length=128, **SPROUT_DECODING)
+DEFAULT_CONFIG = GenerationConfig(**{**bundled_decoding(), "gen_length": 128})
 
 
 def pass_hat_k(counts: list[tuple[int, int]], k: int = PASS_K) -> float | None:

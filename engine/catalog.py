@@ -23,7 +23,6 @@ import torch
 
 from engine.backends.base import Backend, BackendError
 from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
-from engine.trace import SPROUT_DECODING
 
 FAMILIES = ("full_attention", "block_causal", "causal", "sprout")
 # Backend knobs a preset may set (see the backend modules for what each means).
@@ -172,6 +171,30 @@ def _read_playground(folder: Path) -> dict[str, Any]:
     return data
 
 
+def bundled_decoding() -> dict[str, Any]:
+    """How the bundled Sprout-BD decodes by default (playground, bench): the `decoding` section
+    of the repository's models/sprout-bd/playground.json."""
+    return model_decoding(Path(__file__).resolve().parents[1] / "models" / "sprout-bd")
+
+
+def model_decoding(folder: Path) -> dict[str, Any]:
+    """A Sprout folder's decoding defaults (GenerationConfig fields): its playground.json
+    `decoding` section, else the bundled Sprout-BD's."""
+    path = folder / "playground.json"
+    try:
+        decoding = json.loads(path.read_text(encoding="utf-8")).get("decoding") if path.is_file() else None
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"Folder {folder}: playground.json is unreadable ({exc}).") from exc
+    if decoding is None:
+        bundled = Path(__file__).resolve().parents[1] / "models" / "sprout-bd"
+        if folder.resolve() == bundled.resolve():
+            raise BackendError(f"{path} has no `decoding` section: the bundled model's defaults are missing.")
+        return bundled_decoding()
+    if not isinstance(decoding, dict):
+        raise BackendError(f"Folder {folder}: playground.json `decoding` must be an object of generation settings.")
+    return dict(decoding)
+
+
 def local_preset(folder: str | Path, name: str | None = None) -> Preset:
     """How to drive a model folder: its playground.json, else a preset whose model_type it
     shares, else a plain causal LM when its architecture says so."""
@@ -182,7 +205,7 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
     base = dict(name=name, hf_id=str(folder), local_path=str(folder), model_types=(model_type,))
     if model_type == "sprout":
         causal = bool(config.get("causal", False))
-        defaults = _AR_DEFAULTS if causal else {"gen_length": 128, **SPROUT_DECODING}
+        defaults = _AR_DEFAULTS if causal else {"gen_length": 128, **model_decoding(folder)}
         return Preset(family="sprout", options={"causal": causal}, defaults=defaults,
                       description=f"Sprout, the bundled model ({folder.name}).", **base)
     extra = _read_playground(folder)

@@ -127,9 +127,14 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
     if logits.ndim != 3 or logits.shape[:2] != (1, width):
         raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block of "
                            f"{width}; expected (1, {width}, vocab).")
-    logits = logits[0].clone()                                                 # (B, V)
-    logits[:, backend.mask_id] = float("-inf")                                 # never propose the mask itself
-    tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator)
+    logits = logits[0]                                                         # (B, V)
+    if not config.keep_mask_logit:                                             # ours: the mask has no share at all
+        logits = logits.clone()
+        logits[:, backend.mask_id] = float("-inf")
+    # Never propose the mask itself: upstream could, and the position would stay masked (a
+    # threshold loop at T = 0 would then never end); trained models give it ~0 anyway.
+    tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
+                            untempered_confidence=config.untempered_confidence, never=backend.mask_id)
     current = canvas[0, block]                                                 # (B,) view
     masked = current == backend.mask_id
     chosen = select(config, probs, tokens, masked, round_index, schedule, generator)

@@ -5,13 +5,21 @@ Notation: a block has B positions, M of them still masked. `propose` gives every
 token x_i and a distribution p_i; the confidence of a proposal is c_i = p_i[x_i]. A selection
 rule returns a bool mask (B,) that is True only at masked positions, and True at one or more
 of them whenever any position is still masked, so every round makes progress.
+
+`SAMPLERS` is the one table of rules: GenerationConfig validates a sampler name against it and
+`select` dispatches through it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import torch
 
-from engine.trace import SCHEDULED_SAMPLERS, GenerationConfig
+if TYPE_CHECKING:   # the types import this table to validate configs, so no import cycle at run time
+    from engine.trace import GenerationConfig
 
 NEG_INF = float("-inf")
 
@@ -50,22 +58,32 @@ def gumbel_noise(shape: tuple[int, ...], generator: torch.Generator | None, devi
 
 def propose(
     logits: torch.Tensor, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | None = None, *, untempered_confidence: bool = False,
+    never: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One proposal per row: logits (B, V) -> tokens (B,) long, probs (B, V) float32.
+    """One proposal per row: logits (B, V) -> tokens (B,) long, probs (B, V).
 
-    T > 0: z = filter(logits / T) in float64, probs = softmax(z), token = argmax(z + g) with
-    float64 Gumbel noise g, i.e. an exact sample from probs (Gumbel-max trick).
-    T = 0: z = filter(logits), token = argmax z (greedy), probs = softmax(z) at T = 1.
+    T > 0: z = filter(logits / T) in float64, token = argmax(z + g) with float64 Gumbel noise g,
+    i.e. an exact sample from softmax(z) (Gumbel-max trick). LLaDA writes the same argmax as
+    argmax(exp(l) / (-log u)^T): divide its log by T > 0 to get ours.
+    T = 0: z = filter(logits), token = argmax z (greedy).
+    probs = softmax(z) (at T = 1 when greedy), float32; with `untempered_confidence`,
+    softmax(logits) in float64, unfiltered and at T = 1, as LLaDA and Fast-dLLM score confidence.
+    `never`: a token id never proposed (the mask), though it keeps its share of probs.
     """
     if temperature > 0:
         z = filter_logits(logits.to(torch.float64) / temperature, top_k, top_p)   # (B, V)
-        tokens = torch.argmax(z + gumbel_noise(tuple(z.shape), generator, z.device), dim=-1)
+        score = z + gumbel_noise(tuple(z.shape), generator, z.device)
     else:
         z = filter_logits(logits.to(torch.float32), top_k, top_p)
-        tokens = torch.argmax(z, dim=-1)
-    probs = torch.softmax(z, dim=-1).to(torch.float32)
-    return tokens, probs
+        score = z
+    if never is not None:
+        score = score.clone()
+        score[:, never] = NEG_INF
+    tokens = torch.argmax(score, dim=-1)
+    if untempered_confidence:
+        return tokens, torch.softmax(logits.to(torch.float64), dim=-1)
+    return tokens, torch.softmax(z, dim=-1).to(torch.float32)
 
 
 def confidence(probs: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -131,7 +149,7 @@ def entropy(probs: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
     return top_scores(-token_entropy(probs), masked, k)
 
 
-def random(masked: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def random_order(masked: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """k masked positions chosen uniformly at random (scores u ~ U(0, 1) from the generator)."""
     scores = torch.rand(masked.shape, generator=generator).to(masked.device)
     return top_scores(scores, masked, k)
@@ -180,10 +198,28 @@ def prefix_threshold_ref(conf: torch.Tensor, masked: torch.Tensor, tau: float) -
 
 
 def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
-    """Fast-dLLM factor rule. Indexing: c_(n) is the n-th largest masked confidence, n = 1..M
-    (1-based), so c_(1) >= c_(2) >= ... Commit ranks 1..n for the largest n with
-    (n + 1)(1 - c_(n)) < f, and always rank 1. The left side is non-decreasing in n (both
-    factors are non-negative and non-decreasing), so the ranks that pass form a prefix."""
+    """Fast-dLLM's factor rule (`get_transfer_index_dynamic`). c_(n) is the n-th largest masked
+    confidence, n = 1..M. Rank n passes when c_(n) >= 1 - f / (n + 1), i.e. (n + 1)(1 - c_(n)) <= f,
+    and rank 1 always passes. With n0 the first failing rank (M + 1 if none fails), commit ranks
+    1..n0 - 1; but when n0 is M (only the last rank fails) or none fails, commit all M."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    ranked = _ranked(conf, masked)                                             # (M,)
+    m = len(ranked)
+    n = torch.arange(1, m + 1, device=conf.device, dtype=torch.float64)
+    passes = conf[ranked].to(torch.float64) >= 1 - f / (n + 1)                 # compared as upstream does
+    passes[0] = True
+    failing = (~passes).nonzero()
+    first_fail = int(failing[0, 0]) + 1 if len(failing) else m + 1            # 1-based rank
+    count = m if first_fail >= m else first_fail - 1
+    return _choose(masked, ranked[:count])
+
+
+def factor_prefix(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
+    """Our stricter factor rule: commit ranks 1..n for the largest n with (n + 1)(1 - c_(n)) < f,
+    and always rank 1. The left side is non-decreasing in n (both factors are non-negative and
+    non-decreasing), so the ranks that pass form a prefix. Unlike `factor` it never commits a
+    rank that fails, and it compares with a strict <."""
     if not bool(masked.any()):
         return torch.zeros_like(masked)
     ranked = _ranked(conf, masked)                                             # (M,)
@@ -193,7 +229,16 @@ def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
     return _choose(masked, ranked[:count])
 
 
-def eb(probs: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:
+def threshold_or_top_k(conf: torch.Tensor, masked: torch.Tensor, tau: float, k: int) -> torch.Tensor:
+    """SDAR's `low_confidence_dynamic`: the masked positions with c_i > tau (strict) when there
+    are at least k of them, else the k most confident masked positions (k from the schedule)."""
+    high = masked & (conf > tau)
+    if int(high.sum()) >= k:
+        return high
+    return top_scores(conf, masked, k)
+
+
+def entropy_bounded(probs: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:
     """Entropy-bounded sampler: sort masked positions by entropy ascending, H_1 <= H_2 <= ...,
     and commit the largest k with sum_{j<=k} H_j - max_{j<=k} H_j <= gamma (k >= 1; k = 1
     always passes since the left side is 0). The left side is sum_{j<k} H_j, non-decreasing."""
@@ -212,6 +257,59 @@ def reference(conf: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     return top_scores(conf, masked, 1)
 
 
+# --------------------------------------------------------------------------- the sampler table
+
+@dataclass(frozen=True)
+class Round:
+    """What a selection rule may read in one denoising round of one block."""
+
+    config: GenerationConfig
+    probs: torch.Tensor                 # (B, V) the distribution confidences come from
+    conf: torch.Tensor                  # (B,) c_i = probs_i[x_i]
+    masked: torch.Tensor                # (B,) bool, still masked before this round
+    k: int                              # scheduled samplers: tokens to commit this round
+    generator: torch.Generator | None
+
+
+@dataclass(frozen=True)
+class Sampler:
+    name: str
+    description: str
+    parameters: tuple[str, ...]         # the GenerationConfig fields the rule reads
+    scheduled: bool                     # True: `steps` is a schedule (k per round); False: a cap
+    choose: Callable[[Round], torch.Tensor]
+
+
+SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
+    Sampler("low_confidence", "LLaDA: the k most confident masked positions (k from an even schedule).",
+            ("steps",), True, lambda r: low_confidence(r.conf, r.masked, r.k)),
+    Sampler("margin", "The k masked positions with the largest gap between the two likeliest tokens.",
+            ("steps",), True, lambda r: margin(r.probs, r.masked, r.k)),
+    Sampler("entropy", "The k lowest-entropy masked positions.",
+            ("steps",), True, lambda r: entropy(r.probs, r.masked, r.k)),
+    Sampler("random_order", "k masked positions chosen uniformly at random.",
+            ("steps",), True, lambda r: random_order(r.masked, r.k, r.generator)),
+    Sampler("threshold", "Fast-dLLM: every masked position with confidence >= threshold, at least the top one.",
+            ("threshold",), False, lambda r: threshold(r.conf, r.masked, r.config.threshold)),
+    Sampler("threshold_or_top_k",
+            "SDAR: every masked position with confidence > threshold when at least k are, else the top k.",
+            ("threshold", "steps"), True, lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k)),
+    Sampler("prefix_threshold",
+            "Ours: the leftmost masked position, then the ones after it while confidence >= threshold.",
+            ("threshold",), False, lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold)),
+    Sampler("factor", "Fast-dLLM's factor rule: ranks with (n + 1)(1 - c_(n)) <= factor, to the first failing one.",
+            ("factor",), False, lambda r: factor(r.conf, r.masked, r.config.factor)),
+    Sampler("factor_prefix", "Ours: the longest prefix of ranks with (n + 1)(1 - c_(n)) < factor (none failing).",
+            ("factor",), False, lambda r: factor_prefix(r.conf, r.masked, r.config.factor)),
+    Sampler("entropy_bounded", "The lowest-entropy masked positions while sum H - max H <= entropy bound.",
+            ("entropy_bound",), False, lambda r: entropy_bounded(r.probs, r.masked, r.config.entropy_bound)),
+    Sampler("reference", "One token per forward, the most confident masked position (the slow reference).",
+            (), False, lambda r: reference(r.conf, r.masked)),
+)}
+# Old names still accepted (a config using one is renamed, with a deprecation warning).
+RENAMED_SAMPLERS = {"random": "random_order", "eb": "entropy_bounded"}
+
+
 def select(
     config: GenerationConfig, probs: torch.Tensor, tokens: torch.Tensor, masked: torch.Tensor,
     round_index: int, schedule: list[int], generator: torch.Generator | None = None,
@@ -219,31 +317,13 @@ def select(
     """Which masked positions of the block to commit in round `round_index` (from 0).
 
     probs (B, V), tokens (B,), masked (B,) bool -> (B,) bool. `schedule` is
-    transfer_schedule(M at block start, steps), used by the scheduled samplers. Every sampler
-    but `reference` commits all that is still masked in round steps - 1 (steps is a schedule
-    for low_confidence / margin / entropy / random, a cap for threshold / factor / eb).
+    transfer_schedule(M at block start, steps), read by the scheduled samplers. With
+    config.steps_cap, every sampler but `reference` commits all that is still masked in round
+    steps - 1; without it the unscheduled ones (threshold, factor, ...) go on until the block is
+    done, as Fast-dLLM does.
     """
-    name = config.sampler
-    conf = confidence(probs, tokens)
-    if name == "reference":
-        return reference(conf, masked)
-    if round_index >= config.steps - 1:
+    sampler = SAMPLERS[config.sampler]
+    if sampler.name != "reference" and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
         return masked.clone()
-    if name in SCHEDULED_SAMPLERS:
-        k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
-        if name == "low_confidence":
-            return low_confidence(conf, masked, k)
-        if name == "margin":
-            return margin(probs, masked, k)
-        if name == "entropy":
-            return entropy(probs, masked, k)
-        return random(masked, k, generator)
-    if name == "threshold":
-        return threshold(conf, masked, config.threshold)
-    if name == "prefix_threshold":
-        return prefix_threshold(conf, masked, config.threshold)
-    if name == "factor":
-        return factor(conf, masked, config.factor)
-    if name == "eb":
-        return eb(probs, masked, config.entropy_bound)
-    raise ValueError(f"Unknown sampler {name!r}.")
+    k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
+    return sampler.choose(Round(config, probs, confidence(probs, tokens), masked, k, generator))

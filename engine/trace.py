@@ -4,16 +4,11 @@ model forward, and the Result of a whole generation (DESIGN.md, "The one data pa
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-SAMPLERS = ("low_confidence", "margin", "entropy", "random", "threshold", "prefix_threshold", "factor", "eb",
-            "reference")
-# How the bundled Sprout-BD decodes by default (bench, playground, catalog): the left-to-right
-# threshold rule, chosen on 300 validation tasks (models/README.md).
-SPROUT_DECODING: dict[str, Any] = {"block_size": 16, "steps": 16, "sampler": "prefix_threshold", "threshold": 0.99}
-# Samplers whose `steps` is a fixed schedule (k tokens per round) rather than a cap.
-SCHEDULED_SAMPLERS = ("low_confidence", "margin", "entropy", "random")
+from engine.samplers import RENAMED_SAMPLERS, SAMPLERS
 
 
 class ConfigError(ValueError):
@@ -24,18 +19,27 @@ class ConfigError(ValueError):
 class GenerationConfig:
     gen_length: int = 64        # tokens to generate (the canvas)
     block_size: int = 16        # tokens decoded together; must divide gen_length
-    steps: int = 8              # denoising rounds per block (a cap for the threshold/factor/eb kinds)
-    sampler: str = "threshold"
+    steps: int = 8              # denoising rounds per block (a schedule or a cap: engine/samplers.py SAMPLERS)
+    sampler: str = "threshold"  # a name in engine/samplers.py SAMPLERS
     threshold: float = 0.9      # `threshold`, `prefix_threshold`: commit proposals with confidence >= tau
-    factor: float = 1.0         # `factor`: commit the largest n with (n+1)(1 - c_(n)) < f
-    entropy_bound: float = 0.5  # `eb`: gamma in sum H - max H <= gamma
+    factor: float = 1.0         # `factor`, `factor_prefix`: rank n passes when (n+1)(1 - c_(n)) <= f (< f)
+    entropy_bound: float = 0.5  # `entropy_bounded`: gamma in sum H - max H <= gamma
     temperature: float = 0.0    # 0 = greedy
     top_p: float = 1.0
     top_k: int = 0              # 0 = off
     seed: int = 0
     stop_on_eos: bool = True
+    # How closely to follow the authors' decoding loops (catalog presets turn these on):
+    untempered_confidence: bool = False  # c_i from softmax of the raw logits (LLaDA, Fast-dLLM), not the tempered ones
+    keep_mask_logit: bool = False        # confidences over the full vocabulary, mask logit included (upstream)
+    steps_cap: bool = True               # unscheduled samplers commit the rest at round `steps` (ours)
 
     def __post_init__(self) -> None:
+        if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:
+            new = RENAMED_SAMPLERS[self.sampler]
+            warnings.warn(f"The sampler '{self.sampler}' is now called '{new}'; using '{new}'.",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "sampler", new)
         problems = self.problems()
         if problems:
             raise ConfigError(" ".join(problems))
@@ -63,7 +67,8 @@ class GenerationConfig:
             )
         if self.steps < 1:
             out.append(f"Steps per block must be at least 1, got {self.steps}.")
-        elif self.sampler in SCHEDULED_SAMPLERS and self.block_size >= 1 and self.steps > self.block_size:
+        elif (self.sampler in SAMPLERS and SAMPLERS[self.sampler].scheduled and self.block_size >= 1
+              and self.steps > self.block_size):
             out.append(
                 f"Steps per block ({self.steps}) exceed the block size ({self.block_size}): the "
                 f"'{self.sampler}' sampler commits at least one token per round, so use at most "
@@ -110,8 +115,8 @@ class Frame:
     """What one model forward decided. Positions index the generated span (0 = first new token)."""
 
     nfe: int                                    # forwards so far, this one included
-    block: int                                  # index of the active block (AR: the token index)
-    round: int                                  # denoising round inside the block, from 0
+    block: int                                  # index of the active block (AR: token index // block_size)
+    round: int                                  # denoising round inside the block, from 0 (AR: index % block_size)
     committed: list[tuple[int, int, float]]     # (position, token_id, confidence) decided now
     canvas: list[int]                           # ids of the whole span; mask id where undecided
     elapsed_s: float                            # seconds since generation started

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from engine.generate import generate, run, summarize
-from engine.trace import SAMPLERS, ConfigError, GenerationConfig
+from engine.samplers import SAMPLERS
+from engine.trace import ConfigError, GenerationConfig
 from tests.fakes import EOS, MASK, CharTokenizer, FakeARBackend, FakeDiffusionBackend
 
 PROMPT = [5, 6, 7]
@@ -142,7 +143,7 @@ def test_reference_matches_low_confidence_with_one_token_per_round(seed):
     assert [f.canvas for f in ref.frames] == [f.canvas for f in fast.frames]
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
 def test_greedy_reproduces_the_target_with_every_sampler(sampler):
     result = run(FakeDiffusionBackend("greedy is exact"), PROMPT, config(gen_length=24, block_size=8, sampler=sampler))
     assert result.text == "greedy is exact"

@@ -10,8 +10,11 @@ from hypothesis import strategies as st
 
 from engine import samplers
 from engine.generate import generate, run
-from engine.trace import SAMPLERS, SCHEDULED_SAMPLERS, GenerationConfig
+from engine.samplers import SAMPLERS
+from engine.trace import GenerationConfig
 from tests.fakes import MASK, FakeDiffusionBackend
+
+NAMES = list(SAMPLERS)
 
 T, F = True, False
 
@@ -114,9 +117,12 @@ def test_entropy_takes_lowest_entropy_first():
 
 
 def test_random_is_seeded_and_only_masked():
-    picks = [chosen(samplers.random(mask(T, F, T, T, T, F), 2, torch.Generator().manual_seed(s))) for s in range(20)]
+    def pick(seed):
+        return chosen(samplers.random_order(mask(T, F, T, T, T, F), 2, torch.Generator().manual_seed(seed)))
+
+    picks = [pick(s) for s in range(20)]
     assert all(len(p) == 2 and p <= {0, 2, 3, 4} for p in picks)
-    assert picks[0] == chosen(samplers.random(mask(T, F, T, T, T, F), 2, torch.Generator().manual_seed(0)))
+    assert picks[0] == pick(0)
     assert len({frozenset(p) for p in picks}) > 1
 
 
@@ -152,9 +158,27 @@ def test_prefix_threshold_matches_its_loop(seed, width, tau):
     [(1.0, {1, 3, 2}), (0.5, {1, 3}), (0.3, {1}), (0.01, {1}), (3.0, {0, 1, 2, 3})],
     ids=["f1-three", "f0.5-two", "f0.3-strict", "f0.01-always-rank1", "f3-all"],
 )
+def test_factor_prefix_rule_by_hand(f, expected):
+    conf = torch.tensor([0.5, 0.99, 0.8, 0.9])
+    assert chosen(samplers.factor_prefix(conf, mask(T, T, T, T), f)) == expected
+
+
+@pytest.mark.parametrize(
+    "f, expected",
+    # the same ranks; Fast-dLLM compares with <= and commits all M when only rank M fails
+    [(1.0, {0, 1, 2, 3}), (0.5, {1, 3}), (0.01, {1}), (3.0, {0, 1, 2, 3})],
+    ids=["f1-last-fails-all", "f0.5-two", "f0.01-always-rank1", "f3-all"],
+)
 def test_factor_rule_by_hand(f, expected):
     conf = torch.tensor([0.5, 0.99, 0.8, 0.9])
     assert chosen(samplers.factor(conf, mask(T, T, T, T), f)) == expected
+
+
+def test_factor_rule_passes_on_equality_where_ours_does_not():
+    # dyadic values, exact in floating point: rank 2 has c = .875 = 1 - .375 / 3
+    conf, masked = torch.tensor([0.5, 0.99, 0.75, 0.875], dtype=torch.float64), mask(T, T, T, T)
+    assert chosen(samplers.factor(conf, masked, 0.375)) == {1, 3}
+    assert chosen(samplers.factor_prefix(conf, masked, 0.375)) == {1}
 
 
 # Rows with entropies 0, ln 2, ln 4, ln 3 (one-hot, uniform over 2, 4, 3 of 4 tokens).
@@ -168,18 +192,18 @@ EB_PROBS = torch.tensor([[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.25] * 4, [1 / 3, 1
     ids=["gamma0", "gamma0.5", "gamma0.7", "gamma1.8"],
 )
 def test_entropy_bound_by_hand(gamma, expected):
-    assert chosen(samplers.eb(EB_PROBS, mask(T, T, T, T), gamma)) == expected
+    assert chosen(samplers.entropy_bounded(EB_PROBS, mask(T, T, T, T), gamma)) == expected
 
 
 def test_entropy_bound_always_commits_one():
-    assert chosen(samplers.eb(EB_PROBS, mask(F, F, T, T), 0.0)) == {3}
+    assert chosen(samplers.entropy_bounded(EB_PROBS, mask(F, F, T, T), 0.0)) == {3}
 
 
 def test_select_last_round_commits_the_rest_but_reference_commits_one():
     probs = torch.softmax(torch.randn(6, 5, generator=torch.Generator().manual_seed(0)), -1)
     tokens = probs.argmax(-1)
     masked = mask(T, T, F, T, T, T)
-    for name in SAMPLERS:
+    for name in NAMES:
         config = GenerationConfig(sampler=name, block_size=6, gen_length=6, steps=3, threshold=1.0)
         picked = samplers.select(config, probs, tokens, masked, 2, samplers.transfer_schedule(6, 3))
         if name == "reference":
@@ -190,7 +214,7 @@ def test_select_last_round_commits_the_rest_but_reference_commits_one():
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), width=st.integers(1, 8), sampler=st.sampled_from(SAMPLERS),
+@given(seed=st.integers(0, 2**31), width=st.integers(1, 8), sampler=st.sampled_from(NAMES),
        round_index=st.integers(0, 3), tau=st.floats(0.01, 1.0))
 def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, round_index, tau):
     g = torch.Generator().manual_seed(seed)
@@ -207,15 +231,17 @@ def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, ro
 
 @st.composite
 def configs(draw):
-    sampler = draw(st.sampled_from(SAMPLERS))
+    sampler = draw(st.sampled_from(NAMES))
     block_size = draw(st.integers(1, 8))
     gen_length = block_size * draw(st.integers(1, 4))
-    top_steps = block_size if sampler in SCHEDULED_SAMPLERS else 12
+    top_steps = block_size if SAMPLERS[sampler].scheduled else 12
     return GenerationConfig(
         gen_length=gen_length, block_size=block_size, steps=draw(st.integers(1, top_steps)), sampler=sampler,
         threshold=draw(st.floats(0.05, 1.0)), factor=draw(st.floats(0.1, 3.0)),
         entropy_bound=draw(st.floats(0.0, 2.0)), temperature=draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])),
         seed=draw(st.integers(0, 1000)), stop_on_eos=draw(st.booleans()),
+        untempered_confidence=draw(st.booleans()), keep_mask_logit=draw(st.booleans()),
+        steps_cap=draw(st.booleans()),
     )
 
 
@@ -246,8 +272,10 @@ def test_generation_invariants(config, target, seed):
         assert rounds == list(range(len(rounds)))
         if config.sampler == "reference":
             assert len(rounds) == size, "reference takes one forward per masked position"
-        else:
+        elif SAMPLERS[config.sampler].scheduled or config.steps_cap:
             assert len(rounds) <= config.steps, "a block took more rounds than steps allows"
+        else:
+            assert len(rounds) <= size, "every round commits at least one token"
     # every block is committed except the one the generation ends with: nothing reads that commit
     assert backend.denoise_calls == len(frames) and backend.commit_calls == len(blocks) - 1
     if result.stats.stop_reason == "eos":

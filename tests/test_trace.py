@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from engine.trace import SAMPLERS, ConfigError, Frame, GenerationConfig, Result, Stats
+from engine.samplers import SAMPLERS
+from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
 
 
 @pytest.mark.parametrize(
@@ -44,9 +45,22 @@ def test_steps_is_a_cap_for_threshold_so_it_may_exceed_block_size():
     assert GenerationConfig(sampler="threshold", block_size=4, gen_length=8, steps=32).steps == 32
 
 
-@pytest.mark.parametrize("sampler", SAMPLERS)
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
 def test_every_sampler_is_valid(sampler):
     assert GenerationConfig(sampler=sampler).sampler == sampler
+
+
+@pytest.mark.parametrize("old, new", [("random", "random_order"), ("eb", "entropy_bounded")])
+def test_old_sampler_names_are_renamed_with_a_warning(old, new):
+    with pytest.warns(DeprecationWarning, match=f"now called '{new}'"):
+        config = GenerationConfig(sampler=old)
+    assert config.sampler == new
+    assert GenerationConfig.from_dict(config.to_dict()).sampler == new
+
+
+def test_an_unknown_sampler_names_the_table():
+    with pytest.raises(ConfigError, match="random_order"):
+        GenerationConfig(sampler="randm")
 
 
 def test_from_dict_rejects_unknown_key():
@@ -55,7 +69,8 @@ def test_from_dict_rejects_unknown_key():
 
 
 def test_config_round_trip():
-    config = GenerationConfig(gen_length=32, block_size=8, steps=4, sampler="eb", entropy_bound=0.3, seed=7)
+    config = GenerationConfig(gen_length=32, block_size=8, steps=4, sampler="entropy_bounded", entropy_bound=0.3,
+                              seed=7)
     assert GenerationConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 

@@ -170,12 +170,13 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
         from engine.world.tasks import validation_tasks
     except ImportError:
         return {}
-    from engine.trace import SPROUT_DECODING, GenerationConfig
+    from engine.catalog import bundled_decoding
+    from engine.trace import GenerationConfig
     if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
         model = copy.deepcopy(model).cpu()
     model.eval()
     backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
-    cfg = GenerationConfig(**{**SPROUT_DECODING, "gen_length": 64, "block_size": 8, "steps": 8})   # short, for speed
+    cfg = GenerationConfig(**{**bundled_decoding(), "gen_length": 64, "block_size": 8, "steps": 8})   # short, for speed
     tasks = validation_tasks(n_tasks)
     wins, nfe = 0, 0
     for task in tasks:
