@@ -4,6 +4,8 @@ model forward, and the Result of a whole generation (DESIGN.md, "The one data pa
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +15,95 @@ from engine.samplers import RENAMED_SAMPLERS, SAMPLERS
 
 class ConfigError(ValueError):
     """A setting a person chose that cannot work; the message is a sentence for them."""
+
+
+MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
+MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer
+MAX_TOP_K = 1 << 24       # beyond every vocabulary
+MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
+
+# Each setting as the page labels it: (label, lowest, highest) for whole numbers, (label, what
+# is allowed, test) for real numbers, label for switches.
+_WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Block size", 1, MAX_TOKENS),
+          "steps": ("Steps per block", 1, MAX_TOKENS), "top_k": ("Top-k (0 = off)", 0, MAX_TOP_K),
+          "seed": ("Seed", 0, MAX_SEED)}
+_NUMBERS = {
+    "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
+    "factor": ("Factor", "a number above 0", lambda x: x > 0.0),
+    "entropy_bound": ("Entropy bound", "a number of 0 or more", lambda x: x >= 0.0),
+    "temperature": ("Temperature", "a number of 0 (greedy) or more", lambda x: x >= 0.0),
+    "top_p": ("Top-p", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
+}
+_SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Untempered confidence",
+             "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
+
+
+def _shown(value: Any) -> str:
+    """A value as a person can read it in one short phrase: never an object's repr."""
+    if isinstance(value, bool) or value is None:
+        text = str(value)
+    elif isinstance(value, numbers.Integral):
+        value = int(value)
+        text = str(value) if value.bit_length() <= 128 else f"a whole number of {value.bit_length()} bits"
+    elif isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, str):
+        text = repr(value)
+    else:
+        return f"a value of type {type(value).__name__[:40]}"
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _whole_problem(config: GenerationConfig, name: str) -> str | None:
+    label, low, high = _WHOLE[name]
+    value = getattr(config, name)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value <= high:
+        return None
+    return f"{label} must be a whole number from {low} to {high:,}, got {_shown(value)}."
+
+
+def _number_problem(config: GenerationConfig, name: str) -> str | None:
+    label, allowed, fits = _NUMBERS[name]
+    value = getattr(config, name)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (OverflowError, ValueError):
+            number = math.nan
+        if math.isfinite(number) and fits(number):
+            return None
+    return f"{label} must be {allowed}, got {_shown(value)}."
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n that is <= at_most, in O(sqrt n) steps."""
+    best = 1
+    for d in range(1, math.isqrt(n) + 1):
+        if n % d == 0:
+            best = max([best] + [x for x in (d, n // d) if x <= at_most])
+    return best
+
+
+def _joined(problems: list[str]) -> str:
+    """The problems as one message of at most MESSAGE_CHARS characters."""
+    message = problems[0]
+    for i, problem in enumerate(problems[1:], 1):
+        rest = len(problems) - i
+        if len(message) + len(problem) + 1 > MESSAGE_CHARS - 40:
+            return f"{message} ({rest} more setting{'s are' if rest > 1 else ' is'} also wrong.)"
+        message += " " + problem
+    return message
+
+
+def _reject_unknown(values: dict[Any, Any]) -> None:
+    known = [f.name for f in dataclasses.fields(GenerationConfig)]
+    unknown = [key for key in values if key not in known]
+    if unknown:
+        names = ", ".join(key if isinstance(key, str) and key.isidentifier() and len(key) <= 40 else _shown(key)
+                          for key in unknown[:3]) + (" and more" if len(unknown) > 3 else "")
+        message = f"Unknown setting(s) {names}."
+        listing = f" The generation settings are {', '.join(known)}."
+        raise ConfigError(message + listing if len(message + listing) <= MESSAGE_CHARS else message)
 
 
 @dataclass(frozen=True)
@@ -42,18 +133,37 @@ class GenerationConfig:
             object.__setattr__(self, "sampler", new)
         problems = self.problems()
         if problems:
-            raise ConfigError(" ".join(problems))
+            raise ConfigError(_joined(problems))
 
     def problems(self) -> list[str]:
-        """Every reason this config cannot run, each a sentence; empty when it is fine."""
-        out: list[str] = []
-        ints = ("gen_length", "block_size", "steps", "top_k", "seed")
-        for name in ints:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                out.append(f"{name.replace('_', ' ')} must be a whole number, got {value!r}.")
+        """Every reason this config cannot run, each a sentence naming the control as the page
+        labels it; empty when it is fine. Relations between settings are checked only once each
+        setting is fine on its own."""
+        out = [p for p in (_whole_problem(self, name) for name in _WHOLE) if p]
+        out += [p for p in (_number_problem(self, name) for name in _NUMBERS) if p]
+        out += [f"{label} must be on or off (true or false), got {_shown(getattr(self, name))}."
+                for name, label in _SWITCHES.items() if not isinstance(getattr(self, name), bool)]
+        known_sampler = isinstance(self.sampler, str) and self.sampler in SAMPLERS
+        if not known_sampler:
+            out.append(f"Unknown sampler {_shown(self.sampler)}; choose one of {', '.join(SAMPLERS)}."
+                       if isinstance(self.sampler, str) else
+                       f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {_shown(self.sampler)}.")
         if out:
             return out
+        if self.gen_length % self.block_size:
+            fits = _largest_divisor(self.gen_length, self.block_size)
+            out.append(
+                f"Block size {self.block_size} does not divide generation length {self.gen_length}: "
+                f"choose a block size that divides it (for example {fits}) "
+                f"or a length that is a multiple of {self.block_size}."
+            )
+        if SAMPLERS[self.sampler].scheduled and self.steps > self.block_size:
+            out.append(
+                f"Steps per block ({self.steps}) exceed the block size ({self.block_size}): the "
+                f"'{self.sampler}' sampler commits at least one token per round, so use at most "
+                f"{self.block_size} steps."
+            )
+        return out
         if self.gen_length < 1:
             out.append(f"Generation length must be at least 1 token, got {self.gen_length}.")
         if self.block_size < 1:
@@ -99,14 +209,13 @@ class GenerationConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GenerationConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(
-                f"Unknown setting(s) {', '.join(unknown)}; known settings are {', '.join(sorted(known))}.")
+        if not isinstance(values, dict):
+            raise ConfigError(f"Generation settings must be a mapping of names to values, got {_shown(values)}.")
+        _reject_unknown(values)
         return cls(**values)
 
     def replace(self, **changes: Any) -> GenerationConfig:
+        _reject_unknown(changes)
         return dataclasses.replace(self, **changes)
 
 

@@ -86,7 +86,7 @@ def test_default_rate_still_sends_a_live_update_and_the_final_one(ctx):
 @pytest.mark.parametrize("settings, words", [
     ((100, 48, 8, "threshold", 0.9, 0.0, 0), "does not divide generation length 100"),
     ((64, 4, 8, "low_confidence", 0.9, 0.0, 0), "exceed the block size"),
-    ((64, 16, 8, "threshold", 0.0, 0.0, 0), "Threshold must be in (0, 1]"),
+    ((64, 16, 8, "threshold", 0.0, 0.0, 0), "Threshold must be a number between 0 and 1"),
     ((64, 16, 8.5, "threshold", 0.9, 0.0, 0), "Steps per block must be a whole number"),
 ], ids=["block-does-not-divide", "steps-over-block", "zero-threshold", "fractional-steps"])
 def test_impossible_settings_are_a_sentence(ctx, settings, words):

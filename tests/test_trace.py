@@ -14,9 +14,9 @@ from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
         pytest.param({"gen_length": 100, "block_size": 48}, ["48", "100", "does not divide"], id="block-not-dividing"),
         pytest.param({"gen_length": 0}, ["Generation length", "0"], id="gen-length-zero"),
         pytest.param({"block_size": 0}, ["Block size", "0"], id="block-size-zero"),
-        pytest.param({"steps": 0}, ["Steps per block", "at least 1"], id="steps-zero"),
+        pytest.param({"steps": 0}, ["Steps per block", "from 1"], id="steps-zero"),
         pytest.param({"sampler": "low_confidence", "steps": 17, "block_size": 16}, ["17", "16"], id="steps-over-block"),
-        pytest.param({"threshold": 0.0}, ["Threshold", "(0, 1]"], id="threshold-zero"),
+        pytest.param({"threshold": 0.0}, ["Threshold", "between 0 and 1", "got 0.0"], id="threshold-zero"),
         pytest.param({"threshold": 1.5}, ["Threshold", "1.5"], id="threshold-over-one"),
         pytest.param({"sampler": "nucleus"}, ["Unknown sampler", "'nucleus'", "low_confidence"], id="unknown-sampler"),
         pytest.param({"factor": 0.0}, ["Factor"], id="factor-zero"),
@@ -24,7 +24,7 @@ from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
         pytest.param({"temperature": -0.1}, ["Temperature"], id="negative-temperature"),
         pytest.param({"top_p": 0.0}, ["Top-p"], id="top-p-zero"),
         pytest.param({"top_k": -1}, ["Top-k"], id="negative-top-k"),
-        pytest.param({"steps": 2.5}, ["steps", "whole number"], id="fractional-steps"),
+        pytest.param({"steps": 2.5}, ["Steps per block", "whole number", "2.5"], id="fractional-steps"),
     ],
 )
 def test_bad_setting_is_a_sentence(changes, words):
