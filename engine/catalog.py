@@ -132,6 +132,38 @@ def _has_weights(folder: Path) -> bool:
     return folder.is_dir() and any(f.name.endswith(WEIGHT_SUFFIXES) for f in folder.iterdir())
 
 
+SAFETENSORS_HEADER_MAX = 100 * 2**20   # the safetensors format caps its JSON header at 100 MB
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why the weight files of `folder` cannot be loaded, read from their first bytes (a
+    safetensors file starts with an 8-byte little-endian header length, then that much JSON);
+    None when they look loadable. Cheap: no tensor is read."""
+    for path in sorted(folder.iterdir()):
+        if not path.name.endswith(WEIGHT_SUFFIXES):
+            continue
+        try:
+            size = path.stat().st_size
+            if not path.is_file():
+                return f"{path.name} is not a file."
+            if size == 0:
+                return f"{path.name} is empty."
+            if path.name.endswith(".safetensors"):
+                with path.open("rb") as f:
+                    length = int.from_bytes(f.read(8), "little")
+                    if size < 8 + length or length > SAFETENSORS_HEADER_MAX:
+                        return f"{path.name} is not a complete safetensors file (cut short or corrupt)."
+                    json.loads(f.read(length))
+            else:
+                with path.open("rb") as f:
+                    f.read(1)
+        except OSError as exc:
+            return f"{path.name} cannot be read ({exc.strerror or exc})."
+        except ValueError:
+            return f"{path.name} has a corrupt safetensors header."
+    return None
+
+
 def cached_snapshot(hf_id: str) -> Path | None:
     """The snapshot folder of `hf_id` in the local HF cache when it holds config + weights; offline."""
     from huggingface_hub import try_to_load_from_cache
@@ -254,9 +286,15 @@ def list_models() -> list[dict[str, Any]]:
             continue  # models/<preset name>/ is that preset's local copy, listed above
         try:
             preset = local_preset(folder)
+            problem = weights_problem(folder)
         except BackendError as exc:
+            problem = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one bad folder must not hide the others
+            problem = f"Folder {folder} cannot be read as a model ({type(exc).__name__}: {exc})."[:300]
+        if problem is not None:
             out.append({"name": folder.name, "family": "unknown", "kind": "unknown", "source": "local",
-                        "available": False, "description": str(exc), "path": str(folder), "defaults": {}})
+                        "available": False, "description": f"Broken: {problem}", "path": str(folder),
+                        "defaults": {}, "broken": problem})
             continue
         out.append(_describe(preset, "local", _has_weights(folder)))
     return out
@@ -266,7 +304,7 @@ def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
     return {
         "name": preset.name, "family": preset.family, "kind": preset.kind, "source": source,
         "available": bool(available), "description": preset.description, "hf_id": preset.hf_id,
-        "path": preset.local_path, "defaults": dict(preset.defaults),
+        "path": preset.local_path, "defaults": dict(preset.defaults), "broken": None,
     }
 
 

@@ -77,9 +77,13 @@ def read_config(folder: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise BackendError(f"Folder {folder} has no config.json: it is not a model folder.")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BackendError(f"Model folder {folder} could not be loaded: config.json is unreadable ({exc}).") from exc
+    if not isinstance(config, dict):
+        raise BackendError(f"Model folder {folder} could not be loaded: config.json holds a JSON "
+                           f"{type(config).__name__.replace('NoneType', 'null')}, not an object of settings.")
+    return config
 
 
 # ---------------------------------------------------------------------------- ids and sizes
