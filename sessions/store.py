@@ -195,27 +195,57 @@ class SessionStore:
         tool_calls: Sequence[Any] | None = None,
     ) -> int:
         """Append a turn (with its generation trace and tool calls) atomically; returns its id."""
-        if not isinstance(role, str) or not role:
-            raise ValueError("A turn needs a role such as 'user' or 'assistant'.")
-        if not isinstance(content, str):
-            raise ValueError(f"Turn content must be text, got {type(content).__name__}.")
-        # Encode everything before taking the write lock: a bad value fails here with nothing
-        # written, and the lock is held only for the inserts.
-        calls = [tool_call_row(i, call) for i, call in enumerate(tool_calls or [])]
-        gen_row, frames_json = None, ""
-        if generation is not None:
-            gen_row = generation_row(generation, config, model)
-            frames_json = encode_frames(generation.frames)
+        turn = _encode_turn(role, content, generation, config, model, tool_calls)
         now = _now()
         with self._errors("saving a turn"), self._write() as db:
-            if db.execute("SELECT 1 FROM conversations WHERE id = ?", [conversation_id]).fetchone() is None:
-                raise ConversationNotFound(f"There is no conversation {conversation_id}; it may have been deleted.")
-            turn_id = self._write_turn(db, conversation_id, role, content, now)
-            if gen_row is not None:
-                generation_id = self._write_generation(db, turn_id, gen_row)
-                self._write_frames(db, generation_id, len(generation.frames), frames_json)
-            self._write_tool_calls(db, turn_id, calls)
+            self._check_exists(db, conversation_id)
+            turn_id = self._insert_turn(db, conversation_id, turn, now)
             db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", [now, conversation_id])
+        return turn_id
+
+    def save_exchange(
+        self,
+        conversation_id: int | None,
+        turns: Sequence[Any],
+        kind: str = "chat",
+        title: str = "",
+        model: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Store one exchange -- the question, any tool steps, the answer -- in one transaction,
+        so a crash leaves all of it or none of it; returns the conversation id.
+
+        Each turn has add_turn's fields (role, content, and optionally generation, config, model,
+        tool_calls) as attributes or mapping keys. With conversation_id None the conversation
+        (kind, title, model, meta) is created in the same transaction: a run that never got to
+        save leaves no empty conversation behind."""
+        if conversation_id is None and kind not in KINDS:
+            raise ValueError(f"Unknown conversation kind {kind!r}; use one of {', '.join(KINDS)}.")
+        encoded = [_encode_turn(*(_field(t, name) for name in _TURN_FIELDS)) for t in turns]
+        meta_json = to_json(dict(meta or {}))
+        now = _now()
+        with self._errors("saving an exchange"), self._write() as db:
+            if conversation_id is None:
+                conversation_id = int(db.execute(
+                    "INSERT INTO conversations (kind, title, created_at, updated_at, model, meta) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", [kind, title, now, now, model, meta_json]).lastrowid)
+            else:
+                self._check_exists(db, conversation_id)
+            for turn in encoded:
+                self._insert_turn(db, conversation_id, turn, now)
+            db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", [now, conversation_id])
+        return conversation_id
+
+    def _check_exists(self, db: Database, conversation_id: int) -> None:
+        if db.execute("SELECT 1 FROM conversations WHERE id = ?", [conversation_id]).fetchone() is None:
+            raise ConversationNotFound(f"There is no conversation {conversation_id}; it may have been deleted.")
+
+    def _insert_turn(self, db: Database, conversation_id: int, turn: dict[str, Any], now: str) -> int:
+        turn_id = self._write_turn(db, conversation_id, turn["role"], turn["content"], now)
+        if turn["generation"] is not None:
+            generation_id = self._write_generation(db, turn_id, turn["generation"])
+            self._write_frames(db, generation_id, turn["frame_count"], turn["frames"])
+        self._write_tool_calls(db, turn_id, turn["calls"])
         return turn_id
 
     # The steps of add_turn, separate so a test can make one fail half-way through.
@@ -354,6 +384,31 @@ class SessionStore:
             row["meta"] = json.loads(row["meta"])
             results.append(row)
         return results[: int(limit)]
+
+
+_TURN_FIELDS = ("role", "content", "generation", "config", "model", "tool_calls")
+
+
+def _field(turn: Any, name: str) -> Any:
+    if isinstance(turn, Mapping):
+        return turn.get(name)
+    return getattr(turn, name, None)
+
+
+def _encode_turn(role: Any, content: Any, generation: Result | None, config: Any, model: str | None,
+                 tool_calls: Sequence[Any] | None) -> dict[str, Any]:
+    """A turn's rows, encoded before the write lock is taken: a bad value fails here with
+    nothing written, and the lock is held only for the inserts."""
+    if not isinstance(role, str) or not role:
+        raise ValueError("A turn needs a role such as 'user' or 'assistant'.")
+    if not isinstance(content, str):
+        raise ValueError(f"Turn content must be text, got {type(content).__name__}.")
+    encoded = {"role": role, "content": content, "generation": None, "frames": "", "frame_count": 0,
+               "calls": [tool_call_row(i, call) for i, call in enumerate(tool_calls or [])]}
+    if generation is not None:
+        encoded.update(generation=generation_row(generation, config, model), frames=encode_frames(generation.frames),
+                       frame_count=len(generation.frames))
+    return encoded
 
 
 def fts_literal_query(query: str) -> str:
