@@ -62,8 +62,14 @@ def answer_contains(answer: str, expected: str) -> bool:
 
 
 def grade(task: dict[str, Any], world: World, final_answer: str | None, steps: list[StepLike]) -> Grade:
-    """Grade one agent attempt: `world` is its end state, `steps` every reply in order."""
+    """Grade one agent attempt: `world` is its end state, `steps` every reply in order. A task
+    marked `no_tools` (a request outside the world) also fails on any call but finish: a
+    read-only call with made-up arguments leaves the world as it was, but is no honest answer."""
     finished = final_answer is not None
+    if task.get("no_tools"):
+        called = [s.call["name"] for s in steps if s.call and s.call["name"] != FINISH]
+        if called:
+            return Grade(False, "wrong_tool", f"Called {', '.join(called)} on a request that needs no tool.")
     if finished and world.end_state() == gold_end_state(task):
         missing = [o for o in task["outputs"] if not answer_contains(final_answer, o)]
         if not missing:

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.world.format import render_call
 from engine.world.state import world_for
-from engine.world.templates import ANSWERS
+from engine.world.templates import ANSWERS, OUTSIDE_OUTPUTS
 from engine.world.tools import FINISH, call_tool
 
 
@@ -159,6 +159,33 @@ def office_missing_info(s: dict[str, Any]) -> Policy:
     yield finish("office_missing_info", [s["missing"]], missing=s["missing"])
 
 
+def _until_finish(policy: Policy, memo: dict[str, Any]) -> Generator[Call, Any, Call]:
+    """Run one goal's policy up to its finish call, which is returned, not yielded. A call
+    an earlier goal already made is answered from `memo` (the agent loop vetoes repeats)."""
+    call = next(policy)
+    while call.name != FINISH:
+        key = render_call(call.name, call.arguments)
+        if key not in memo:
+            memo[key] = yield call
+        call = policy.send(memo[key])
+    return call
+
+
+def two_goals(s: dict[str, Any]) -> Policy:
+    """The goals in the order the request gives them; one answer that says both."""
+    memo: dict[str, Any] = {}
+    done = []
+    for goal in s["goals"]:
+        done.append((yield from _until_finish(POLICIES[goal]({**s, "intent": goal}), memo)))
+    yield Call(FINISH, {"answer": " ".join(c.arguments["answer"] for c in done)},
+               [o for c in done for o in c.outputs])
+
+
+def outside(s: dict[str, Any]) -> Policy:
+    """A request outside the world: no tool, one honest sentence."""
+    yield finish(f"outside_{s['kind']}", list(OUTSIDE_OUTPUTS[s["kind"]]))
+
+
 POLICIES = {
     "shop_find": shop_find, "shop_add": shop_add, "shop_near_miss": shop_near_miss,
     "shop_out_of_stock": shop_add, "shop_checkout": shop_checkout, "shop_missing_info": shop_missing_info,
@@ -171,7 +198,12 @@ POLICIES = {
 
 
 def policy_for(task: dict[str, Any]) -> Policy:
-    return POLICIES[task["intent"]]({**task["slots"], "intent": task["intent"]})
+    intent = task["intent"]
+    if "goals" in task["slots"]:
+        return two_goals(task["slots"])
+    if intent.startswith("outside_"):
+        return outside(task["slots"])
+    return POLICIES[intent]({**task["slots"], "intent": intent})
 
 
 def solve(task: dict[str, Any]) -> tuple[list[tuple[Call, Any]], Call]:

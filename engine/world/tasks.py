@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.world import documents
+from engine.world import documents, grammar
 from engine.world import entities as E
 from engine.world.oracle import Call, solve
 from engine.world.state import World, make_world
@@ -189,33 +189,127 @@ DOC_INTENTS = documents.DOC_INTENTS
 ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
 
 
-def _template_key(intent: str, slots: dict[str, Any]) -> str:
+# -- two goals in one request, and requests outside the world (grammar phrasings only) --------
+def _merge(*scenarios: Scenario) -> Scenario:
+    slots: dict[str, Any] = {}
+    setup: dict[str, Any] = {}
+    for s, st in scenarios:
+        slots.update(s)
+        for key, value in st.items():
+            setup[key] = {**setup[key], **value} if isinstance(value, dict) and key in setup else value
+    return slots, setup
+
+
+def _add_and_cart(world: World, rng: random.Random) -> Scenario:
+    """A product to add, and a cart that may already hold products of other styles."""
+    slots, setup = _shop(world, rng, "exact")
+    others = sorted(pid for pid, p in world.products.items() if p["style"] != slots["style"])
+    picked = rng.sample(others, min(len(others), rng.randint(0, 2)))
+    lines = [[pid, rng.choice(sorted(world.products[pid]["stock"])), 1] for pid in picked]
+    return slots, {**setup, "cart": lines} if lines else setup
+
+
+def _invoice_and_owed(world: World, rng: random.Random) -> Scenario:
+    statuses = ["unpaid"] * rng.randint(1, 2) + ["paid"] * rng.randint(0, 2)
+    rng.shuffle(statuses)
+    setup: dict[str, Any] = {}
+    slots = _customer(world, rng, setup, statuses)
+    return {**slots, "status": "unpaid", "amount": rng.randint(20, 990),
+            "description": rng.choice(E.DESCRIPTIONS)}, setup
+
+
+# two-goal intent -> (domain, the two goals, scenario builder); the goals run in the order the
+# request states them, which is either order
+TWO_GOALS: dict[str, tuple[str, tuple[str, str], Callable[[World, random.Random], Scenario]]] = {
+    "both_course_activity": ("office", ("office_course", "office_activity"),
+                             lambda w, r: _merge(office_course(w, r), office_activity(w, r))),
+    "both_add_total": ("shop", ("shop_add", "shop_cart_total"), _add_and_cart),
+    "both_invoice_unpaid": ("office", ("office_invoice_by_name", "office_unpaid_total"), _invoice_and_owed),
+    "both_customer_sum": ("office", ("office_customer", "office_sum"),
+                          lambda w, r: _merge(office_customer(w, r), office_sum(w, r))),
+}
+TWO_GOAL_INTENTS = tuple(TWO_GOALS)
+OUTSIDE_INTENTS = tuple(f"outside_{kind}" for kind in grammar.OUTSIDE_KINDS)
+# the agent intents the grammar phrases: the benchmark's, two goals, outside the world
+PHRASING_INTENTS = AGENT_INTENTS + TWO_GOAL_INTENTS + OUTSIDE_INTENTS
+
+
+def task_group(task: dict[str, Any]) -> str:
+    """one goal, two goals, outside (the world) or document: how a benchmark breaks results down."""
+    intent = task["intent"]
+    if intent in TWO_GOALS:
+        return "two goals"
+    if intent in OUTSIDE_INTENTS:
+        return "outside"
+    return "document" if intent in DOC_INTENTS else "one goal"
+
+
+def template_key(intent: str, slots: dict[str, Any]) -> str:
     return f"{intent}:{slots['missing']}" if intent == "office_missing_info" else intent
 
 
-def build_task(intent: str, split: str, seed: int) -> tuple[dict[str, Any], list[tuple[Call, Any]], Call | None]:
-    """A task and its oracle trajectory ([(call, response)], finish call); documents have none."""
+def phrase(intent: str, slots: dict[str, Any], phrasing: str, rng: random.Random,
+           noise: bool = True) -> tuple[str, str]:
+    """(instruction, frame id) of a task's slots in a grammar phrasing."""
+    if intent in TWO_GOALS:
+        return grammar.two_goal_instruction(slots["goals"], slots, phrasing, rng, noise)
+    if intent in OUTSIDE_INTENTS:
+        return grammar.outside_instruction(slots["kind"], slots, phrasing, rng, noise)
+    values = {**slots, "by_name": intent == "office_invoice_by_name"}
+    return grammar.instruction(template_key(intent, slots), values, phrasing, rng, noise)
+
+
+def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
+               ) -> tuple[dict[str, Any], list[tuple[Call, Any]], Call | None]:
+    """A task and its oracle trajectory ([(call, response)], finish call); documents have none.
+
+    phrasing: "template" (the old templates, the committed benchmark's wording) or a grammar
+    phrasing (grammar.PHRASINGS). The scenario (world, entities, gold) is the same for every
+    phrasing of one (intent, split, seed); the wording comes from a random stream of its own.
+    Documents keep their templates whatever the phrasing.
+    """
     if split not in E.SPLITS:
         raise ValueError(f"Unknown split {split!r}; choose train or heldout.")
+    if phrasing not in grammar.PHRASINGS:
+        raise ValueError(f"Unknown phrasing {phrasing!r}; choose one of {', '.join(grammar.PHRASINGS)}.")
     rng = random.Random(f"task:{intent}:{split}:{seed}")
     if intent in DOC_INTENTS:
         return documents.make_doc_task(intent, split, seed, rng), [], None
-    if intent not in INTENTS:
-        raise ValueError(f"Unknown intent {intent!r}; choose one of {', '.join(ALL_INTENTS)}.")
-    domain, scenario = INTENTS[intent]
-    slots, setup = scenario(make_world(seed, split), rng)
-    template = rng.choice(INSTRUCTIONS[_template_key(intent, slots)])
-    values = {**slots, "amounts": slots.get("amounts_text", "")}
-    task = {"id": f"{intent}-{split}-{seed}", "domain": domain, "intent": intent, "split": split,
-            "instruction": template.format(**values), "world": {"seed": seed, "setup": setup}, "slots": slots}
+    if intent in TWO_GOALS:
+        domain, goals, scenario = TWO_GOALS[intent]
+        slots, setup = scenario(make_world(seed, split), rng)
+        slots["goals"] = list(goals if rng.random() < 0.5 else goals[::-1])
+    elif intent in OUTSIDE_INTENTS:
+        domain, setup = "outside", {}
+        slots = {"kind": intent.removeprefix("outside_"), **grammar.outside_slots(rng, split)}
+    elif intent in INTENTS:
+        domain, scenario = INTENTS[intent]
+        slots, setup = scenario(make_world(seed, split), rng)
+    else:
+        raise ValueError(f"Unknown intent {intent!r}; choose one of {', '.join(PHRASING_INTENTS + DOC_INTENTS)}.")
+    if phrasing == "template":
+        if intent not in INTENTS:
+            raise ValueError(f"{intent} has no template phrasing; choose one of {', '.join(grammar.PHRASINGS[1:])}.")
+        template = rng.choice(INSTRUCTIONS[template_key(intent, slots)])
+        text = template.format(**{**slots, "amounts": slots.get("amounts_text", "")})
+        task_id = f"{intent}-{split}-{seed}"
+    else:
+        text, frame = phrase(intent, slots, phrasing, random.Random(f"phrase:{intent}:{split}:{phrasing}:{seed}"))
+        task_id = f"{intent}-{split}-{phrasing}-{seed}"
+    task = {"id": task_id, "domain": domain, "intent": intent, "split": split,
+            "instruction": text, "world": {"seed": seed, "setup": setup}, "slots": slots}
+    if phrasing != "template":
+        task["phrasing"] = {"split": phrasing, "frame": frame}
+    if intent in OUTSIDE_INTENTS:
+        task["no_tools"] = True     # the grader fails any tool call but finish
     steps, final = solve(task)
     task["gold_actions"] = [c.to_dict() for c, _ in steps] + [final.to_dict()]
     task["outputs"] = final.outputs
     return task, steps, final
 
 
-def make_task(intent: str, split: str, seed: int) -> dict[str, Any]:
-    return build_task(intent, split, seed)[0]
+def make_task(intent: str, split: str, seed: int, phrasing: str = "template") -> dict[str, Any]:
+    return build_task(intent, split, seed, phrasing)[0]
 
 
 def task_seeds(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None):
@@ -231,8 +325,9 @@ def task_seeds(split: str, n: int, seed: int, intents: tuple[str, ...] | list[st
     return out[:n]
 
 
-def generate_tasks(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None) -> list[dict]:
-    return [make_task(intent, split, s) for intent, s in task_seeds(split, n, seed, intents)]
+def generate_tasks(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None,
+                   phrasing: str = "template") -> list[dict]:
+    return [make_task(intent, split, s, phrasing) for intent, s in task_seeds(split, n, seed, intents)]
 
 
 # -- the fixed held-out benchmark set --------------------------------------------------------
