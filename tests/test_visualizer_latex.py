@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shutil
 import string
-import subprocess
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.world.pdflatex import compile_untrusted
 from tests.test_visualizer_traces import make_result
 from visualizer.latex import latex_document, latex_escape
 
@@ -110,10 +110,6 @@ def test_document_without_frames_uses_plain_text():
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed; compile check skipped")
 def test_document_compiles_with_pdflatex(tmp_path):
     doc = latex_document(make_result(), "Title & more", "Say {hi} ~ ^ \\ \n\n twice", "sprout-bd")
-    (tmp_path / "answer.tex").write_text(doc, encoding="utf-8")
-    out = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "answer.tex"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )
-    assert out.returncode == 0, out.stdout[-3000:]
-    assert (tmp_path / "answer.pdf").stat().st_size > 0
+    compiled = compile_untrusted(doc, timeout_s=120)      # model text inside: compiled in the sandbox
+    assert compiled.ok, compiled.log[-3000:]
+    assert compiled.pdf

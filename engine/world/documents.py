@@ -11,12 +11,11 @@ import html
 import random
 import shutil
 import subprocess
-import tempfile
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 from engine.world import entities as E
+from engine.world.pdflatex import compile_untrusted
 from engine.world.templates import INSTRUCTIONS
 
 DOC_INTENTS = ("doc_resume", "doc_html")
@@ -95,16 +94,12 @@ def check_latex(text: str, facts: dict[str, Any], compile_pdf: bool = True) -> l
 
 
 def _compile_problems(text: str) -> list[str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "doc.tex").write_text(text)
-        try:
-            run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-                                 cwd=tmp, capture_output=True, timeout=60)
-        except subprocess.TimeoutExpired:
-            return ["pdflatex timed out"]
-        if run.returncode != 0 or not Path(tmp, "doc.pdf").exists():
-            return ["the LaTeX does not compile"]
-    return []
+    """The answer is model output: compiled in the sandbox of engine/world/pdflatex.py."""
+    try:
+        compiled = compile_untrusted(text)
+    except subprocess.TimeoutExpired:
+        return ["pdflatex timed out"]
+    return [] if compiled.ok else ["the LaTeX does not compile"]
 
 
 class _Elements(HTMLParser):
