@@ -1,5 +1,9 @@
 """Start the Diffusion Playground: `python launch.py [--model NAME_OR_PATH] [--baseline NAME_OR_PATH]
-[--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda]`.
+[--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda] [--no-api] [--api-key KEY]
+[--no-store-api]`.
+
+The page and the OpenAI-compatible API (/v1, app/api/) are served together, on loopback unless
+--host says otherwise; another host needs an API key (--api-key or $DP_API_KEY).
 
 Defaults: the bundled Sprout-BD (models/sprout-bd) and its AR twin (models/sprout-ar), a session
 database in the per-user data folder. Nothing here reaches the network: analytics are off, the
@@ -31,24 +35,54 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--db", default=str(default_db_path()), help="session database (default: %(default)s)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    p.add_argument("--api", action=argparse.BooleanOptionalAction, default=True,
+                   help="serve the OpenAI-compatible API at /v1 beside the page (default: on)")
+    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV) or None,
+                   help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV})")
+    p.add_argument("--no-store-api", dest="store_api", action="store_false",
+                   help="do not keep /v1 calls as sessions of kind 'api'")
     return p.parse_args(argv)
 
 
-def serve(demo, host: str, port: int, block: bool = True) -> str:
-    """Launch a built app (shared with the tests); returns its local URL."""
+API_KEY_ENV = "DP_API_KEY"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def api_refusal(args: argparse.Namespace) -> str | None:
+    """Why these options must not start: an API open to the network with no key."""
+    if args.api and not args.api_key and args.host not in LOOPBACK and not args.host.startswith("127."):
+        return (f"--host {args.host} would open the API at /v1 to other machines without a key: pass "
+                f"--api-key KEY (or set ${API_KEY_ENV}), or --no-api, or listen on 127.0.0.1.")
+    return None
+
+
+def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) -> str:
+    """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
+    (app.api.ApiOptions), /v1 is served on the same app, models and session store."""
     from app.ui import launch_kwargs
 
     demo.queue(default_concurrency_limit=4)
-    _app, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
-                                    run_history=False, **launch_kwargs())
+    server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
+                                      run_history=False, **launch_kwargs())
+    if api is not None and ctx is not None:
+        from app.api import mount
+
+        mount(server, ctx, api)
     if block:
         print(f"Diffusion Playground is running at {url} (Ctrl+C to stop).", flush=True)
+        if api is not None:
+            print(f"OpenAI-compatible API: {url.rstrip('/')}/v1", flush=True)
         demo.block_thread()
     return url
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    refusal = api_refusal(args)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
+    from app.api import ApiOptions
     from app.state import AppContext
     from app.ui import build_app
     from engine.backends.base import BackendError, pick_device
@@ -63,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {notice}", file=sys.stderr)
     demo = build_app(ctx)
     try:
-        serve(demo, args.host, args.port)
+        api = ApiOptions(api_key=args.api_key, store_calls=args.store_api) if args.api else None
+        serve(demo, args.host, args.port, ctx=ctx, api=api)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port} ({exc}); pass another --port.", file=sys.stderr)
         return 2

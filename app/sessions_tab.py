@@ -21,7 +21,8 @@ from .live import TraceView, markdown_safe
 from .messages import user_error
 from .state import AppContext
 
-KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent")]
+KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
+                ("API calls", "api")]
 LIST_LIMIT = 200
 
 

@@ -74,3 +74,45 @@ def initial(db: Database) -> None:
     # Triggers keep the index in step with inserts, edits and (cascaded) deletes of turns.
     # Porter stemming lets "generation" find "generations".
     db["turns"].enable_fts(["content"], create_triggers=True, tokenize="porter unicode61 remove_diacritics 2")
+
+
+@MIGRATIONS(name="0002_api_kind", transactional=False)
+def api_kind(db: Database) -> None:
+    """Let conversations have kind 'api' (calls to /v1). SQLite cannot alter a CHECK, so the
+    table is rebuilt (sqlite.org/lang_altertable.html, "other kinds of table schema changes"):
+    with foreign keys off, dropping the old table does not cascade into turns, and the new table
+    takes its name, so turns' references find it again."""
+    db.conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        db.conn.executescript("""
+            BEGIN;
+            CREATE TABLE conversations_new (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL CHECK (kind IN ('chat', 'compare', 'agent', 'api')),
+                title TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                model TEXT,
+                meta TEXT NOT NULL DEFAULT '{}'
+            );
+            INSERT INTO conversations_new SELECT id, kind, title, created_at, updated_at, model, meta
+                FROM conversations;
+            DROP TABLE conversations;
+            ALTER TABLE conversations_new RENAME TO conversations;
+            CREATE INDEX conversations_updated ON conversations (updated_at);
+            CREATE INDEX conversations_kind_updated ON conversations (kind, updated_at);
+            COMMIT;
+        """)
+        problems = db.conn.execute("PRAGMA foreign_key_check").fetchall()
+        if problems:
+            raise RuntimeError(f"foreign keys broken after the rebuild: {problems[:3]}")
+    finally:
+        db.conn.execute("PRAGMA foreign_keys = ON")
+
+
+@MIGRATIONS(name="0003_generation_ends")
+def generation_ends(db: Database) -> None:
+    """The ids that are not answer text (EOS, pad) of each generation, as JSON
+    {"eos_ids": [...], "pad_id": n}: a replay draws them as the answer's end and never counts
+    them (engine/metrics.py). Null for generations stored before; their readers infer it."""
+    db.execute("ALTER TABLE generations ADD COLUMN ends TEXT")

@@ -30,7 +30,7 @@ from .codec import FrameCodecError, encode_frames
 from .migrations import MIGRATIONS
 from .rows import config_from_json, generation_row, result_from_row, to_json, tool_call_row
 
-KINDS = ("chat", "compare", "agent")
+KINDS = ("chat", "compare", "agent", "api")
 _MIGRATION_LOCK = threading.Lock()  # one thread per process migrates; others wait, then see nothing pending
 
 
@@ -260,10 +260,10 @@ class SessionStore:
 
     def _write_generation(self, db: Database, turn_id: int, row: dict[str, Any]) -> int:
         cursor = db.execute(
-            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces, ends) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [turn_id, row["model"], row["config"], row["stats"], row["text"], row["token_ids"], row["mask_id"],
-             row["pieces"]],
+             row["pieces"], row["ends"]],
         )
         return int(cursor.lastrowid)
 

@@ -1,0 +1,289 @@
+"""The OpenAI chat-completions wire format, read and written: a request body becomes a
+`ChatRequest` (the engine's messages, tools and GenerationConfig) or an `ApiError`; a Result
+becomes a completion object or the last chunk of a stream.
+
+Diffusion settings travel as extra body fields named as GenerationConfig fields (`block_size`,
+`steps`, `sampler`, `threshold`, ...). `max_tokens` / `max_completion_tokens` set `gen_length`.
+Tool calls go in as `tools` and as assistant `tool_calls`, and come out as `tool_calls` with
+the arguments as a JSON string: inside the model's text they are Hermes calls,
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (engine/world/format.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.trace import ConfigError, GenerationConfig, Result
+from engine.world.format import CALL_CLOSE, CALL_OPEN, EOS, dumps, render_call
+
+CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationConfig))
+# Standard fields this server reads; the others below are accepted and ignored when they ask for
+# nothing (null, false, the default), and refused with a sentence when they ask for something.
+READ_FIELDS = ("model", "messages", "stream", "stream_options", "tools", "tool_choice", "max_tokens",
+               "max_completion_tokens", "temperature", "top_p", "seed", "diffusing", "n", "parallel_tool_calls")
+IGNORED_WHEN_EMPTY = ("stop", "logprobs", "top_logprobs", "logit_bias", "frequency_penalty", "presence_penalty",
+                      "user", "metadata", "store", "response_format", "service_tier", "modalities",
+                      "reasoning_effort", "prediction", "audio", "web_search_options", "functions", "function_call")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class ApiError(Exception):
+    """An answer other than 200, as OpenAI's error object: status, a sentence, a type and a code."""
+
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def bad_request(message: str, param: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param)
+
+
+@dataclass
+class ChatRequest:
+    model: str
+    messages: list[dict[str, str]]          # role/content, as engine.agent.prompt_ids_for reads them
+    config: GenerationConfig
+    stream: bool = False
+    include_usage: bool = False
+    diffusing: bool = False
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    parse_tools: bool = False               # tools given and tool_choice is not "none"
+
+
+# -- reading a request -----------------------------------------------------------------------
+
+def _text(content: Any, where: str) -> str:
+    """A message's content: a string, or a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise bad_request(f"{where}: only text content parts are supported "
+                                  '(each like {"type": "text", "text": "..."}).', "messages")
+            parts.append(part["text"])
+        return "".join(parts)
+    raise bad_request(f"{where}: content must be a string or a list of text parts.", "messages")
+
+
+def _call_text(call: Any, where: str) -> str:
+    """An assistant tool_call back as the Hermes text the model wrote."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+        raise bad_request(f'{where}: each tool call needs {{"function": {{"name": ..., "arguments": "..."}}}}.',
+                          "messages")
+    arguments = function.get("arguments") or "{}"
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            raise bad_request(f"{where}: the arguments of {function['name'][:40]!r} are not valid JSON.",
+                              "messages") from None
+    if not isinstance(arguments, dict):
+        raise bad_request(f"{where}: the arguments of {function['name'][:40]!r} must be a JSON object.", "messages")
+    return render_call(function["name"], arguments)
+
+
+def read_messages(raw: Any) -> list[dict[str, str]]:
+    if not isinstance(raw, list) or not raw:
+        raise bad_request("messages must be a non-empty list of {role, content} objects.", "messages")
+    out = []
+    for i, m in enumerate(raw):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise bad_request(f"{where}: role must be one of {', '.join(ROLES)}.", "messages")
+        role = "system" if m["role"] == "developer" else m["role"]
+        content = _text(m.get("content"), where)
+        if role == "assistant" and m.get("tool_calls"):
+            if not isinstance(m["tool_calls"], list):
+                raise bad_request(f"{where}: tool_calls must be a list.", "messages")
+            content += "".join(_call_text(c, where) for c in m["tool_calls"])
+        elif role == "tool":
+            try:  # the one JSON rendering the models read tool responses in
+                content = dumps(json.loads(content))
+            except ValueError:
+                pass
+        out.append({"role": role, "content": content})
+    return out
+
+
+def read_tools(raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise bad_request("tools must be a list of function tools.", "tools")
+    for i, tool in enumerate(raw):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict) or \
+                not isinstance(function.get("name"), str):
+            raise bad_request(f'tools[{i}] must look like {{"type": "function", "function": {{"name": ...}}}}.',
+                              "tools")
+    return raw
+
+
+def _tool_choice(raw: Any, tools: list[dict[str, Any]]) -> bool:
+    """Whether replies are read for tool calls."""
+    if raw is None or raw in ("auto", "required"):
+        return bool(tools)
+    if raw == "none":
+        return False
+    if isinstance(raw, dict) and isinstance(raw.get("function"), dict):
+        return bool(tools)
+    raise bad_request('tool_choice must be "none", "auto", "required" or {"type": "function", ...}.', "tool_choice")
+
+
+def read_config(body: dict[str, Any], defaults: dict[str, Any]) -> GenerationConfig:
+    values = dict(defaults)
+    for key in CONFIG_FIELDS:
+        if key in body and body[key] is not None:
+            values[key] = body[key]
+    limits = {k: body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None}
+    if len(set(map(repr, limits.values()))) > 1:
+        raise bad_request("max_tokens and max_completion_tokens differ; give one.", "max_tokens")
+    if limits:
+        length = next(iter(limits.values()))
+        if "gen_length" in body and body["gen_length"] is not None and body["gen_length"] != length:
+            raise bad_request("max_tokens and gen_length differ; give one.", "max_tokens")
+        values["gen_length"] = length
+    try:
+        return GenerationConfig(**values)
+    except ConfigError as error:
+        raise bad_request(str(error)) from None
+    except (TypeError, ValueError) as error:   # a string where a number belongs, and the like
+        raise bad_request(f"A generation setting has the wrong type ({error}).") from None
+
+
+def read_request(body: Any, defaults_for: Any) -> ChatRequest:
+    """The request, or ApiError(400). `defaults_for(model)` gives the model's own decoding defaults
+    (or raises ApiError 404 for a model that is not here)."""
+    if not isinstance(body, dict):
+        raise bad_request("The request body must be a JSON object.")
+    unknown = sorted(set(body) - set(READ_FIELDS) - set(IGNORED_WHEN_EMPTY) - set(CONFIG_FIELDS))
+    if unknown:
+        raise bad_request(f"Unknown field(s) {', '.join(unknown)}. Diffusion settings are "
+                          f"{', '.join(CONFIG_FIELDS)}.", unknown[0])
+    asked = sorted(k for k in IGNORED_WHEN_EMPTY if body.get(k) not in (None, False, [], {}, "", {"type": "text"})
+                   and not (k in ("frequency_penalty", "presence_penalty") and body.get(k) == 0))
+    if asked:
+        raise bad_request(f"This server does not support {', '.join(asked)}.", asked[0])
+    if body.get("n") not in (None, 1):
+        raise bad_request("Only n = 1 is supported.", "n")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise bad_request("model must name a model (see GET /v1/models).", "model")
+    messages = read_messages(body.get("messages"))
+    tools = read_tools(body.get("tools"))
+    parse_tools = _tool_choice(body.get("tool_choice"), tools)
+    config = read_config(body, defaults_for(model.strip()))
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise bad_request("stream_options must be an object.", "stream_options")
+    for flag in ("stream", "diffusing"):
+        if not isinstance(body.get(flag, False), bool):
+            raise bad_request(f"{flag} must be true or false.", flag)
+    return ChatRequest(model=model.strip(), messages=messages, config=config, stream=bool(body.get("stream")),
+                       include_usage=bool(options.get("include_usage")), diffusing=bool(body.get("diffusing")),
+                       tools=tools, parse_tools=parse_tools)
+
+
+def tools_system_text(tools: list[dict[str, Any]]) -> str:
+    """The Hermes tool prompt for a model that has not learned the tools (not Sprout)."""
+    listing = "\n".join(dumps(t) for t in tools)
+    return (f"You may call the functions below.\n<tools>\n{listing}\n</tools>\n"
+            f'For each call return {CALL_OPEN}{{"name": <function-name>, "arguments": <args-json-object>}}'
+            f"{CALL_CLOSE}.")
+
+
+# -- reading a reply ---------------------------------------------------------------------------
+
+def split_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """(content outside the calls, [{"name", "arguments"}]) of a reply. A call that is not a JSON
+    object with a name stays in the content as text."""
+    decoder = json.JSONDecoder()
+    content, calls, rest = [], [], text.replace(EOS, "")
+    while True:
+        at = rest.find(CALL_OPEN)
+        if at == -1:
+            content.append(rest)
+            break
+        content.append(rest[:at])
+        body = rest[at + len(CALL_OPEN):]
+        end = body.find(CALL_CLOSE)
+        inner, rest = (body, "") if end == -1 else (body[:end], body[end + len(CALL_CLOSE):])
+        try:
+            obj, _ = decoder.raw_decode(inner.strip())
+        except ValueError:
+            obj = None
+        arguments = obj.get("arguments", {}) if isinstance(obj, dict) else None
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(arguments, dict):
+            calls.append({"name": obj["name"], "arguments": arguments})
+        else:
+            content.append(CALL_OPEN + inner + ("" if end == -1 else CALL_CLOSE))
+    return "".join(content).strip(), calls
+
+
+def wire_tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)}}
+            for c in calls]
+
+
+# -- writing a reply ---------------------------------------------------------------------------
+
+def new_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+def usage(result: Result, prompt_tokens: int) -> dict[str, Any]:
+    s = result.stats
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": s.new_tokens,
+            "total_tokens": prompt_tokens + s.new_tokens, "nfe": s.nfe,
+            "tokens_per_forward": round(s.tokens_per_forward, 4)}
+
+
+def finish_reason(result: Result, calls: list[dict[str, Any]]) -> str:
+    if calls:
+        return "tool_calls"
+    return "length" if result.stats.stop_reason == "length" else "stop"
+
+
+def answer(result: Result, request: ChatRequest) -> tuple[str | None, list[dict[str, Any]], str]:
+    """(content, wire tool_calls, finish_reason) of a finished generation."""
+    text, calls = (split_tool_calls(result.text) if request.parse_tools else (result.text, []))
+    wired = wire_tool_calls(calls)
+    return (text or None) if calls else text, wired, finish_reason(result, calls)
+
+
+def completion(completion_id: str, request: ChatRequest, result: Result, prompt_tokens: int) -> dict[str, Any]:
+    content, tool_calls, reason = answer(result, request)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {"id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": request.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": usage(result, prompt_tokens)}
+
+
+def chunk(completion_id: str, model: str, delta: dict[str, Any], reason: str | None = None,
+          **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": reason, **extra}
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [choice]}

@@ -1,0 +1,173 @@
+"""The /v1 routes on Gradio's FastAPI app: GET /v1/models and POST /v1/chat/completions
+(JSON, or server-sent events with `stream: true`). Every answer that is not 200 is an OpenAI
+error object; nothing of a traceback leaves the server (it goes to the server's log)."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from . import protocol
+from .canvas import committed_text, diffusing_view, text_delta
+from .protocol import ApiError, ChatRequest
+from .service import ApiOptions, ChatService, internal_error
+
+log = logging.getLogger("diffusion_playground.api")
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Content-Encoding": "identity"}
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+
+
+def _check_key(request: Request, key: str | None) -> None:
+    if not key:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+        raise ApiError(401, "A valid API key is needed: send the header 'Authorization: Bearer <key>' with the "
+                            "key the server was started with.", "invalid_request_error", "invalid_api_key")
+
+
+async def _read_json(request: Request, limit: int) -> Any:
+    too_big = ApiError(413, f"The request body is larger than {limit} bytes; send a shorter conversation.",
+                       "invalid_request_error", "request_too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    body, size = bytearray(), 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise too_big
+        body += part
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "The request body is not valid JSON.") from None
+
+
+def _sse(obj: Any) -> bytes:
+    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
+
+
+async def _stream(service: ChatService, lease: Any, request: ChatRequest) -> AsyncIterator[bytes]:
+    """Chunks: the role, then content (committed text deltas, or whole canvases when diffusing),
+    then the finish reason (with tool_calls), then usage when asked, then [DONE]."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+
+    def emit(event: tuple) -> None:
+        try:
+            loop.call_soon_threadsafe(events.put_nowait, event)
+        except RuntimeError:
+            pass                               # the server is shutting down
+
+    cid, model = protocol.new_id(), request.model
+    usage_extra = {"usage": None} if request.include_usage else {}
+
+    def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> bytes:
+        return _sse({**protocol.chunk(cid, model, delta, reason, **extra), **usage_extra})
+
+    stop = service.start(lease, request, emit)
+    sent, hold = "", request.parse_tools       # with tools, text is held until the calls are read
+    try:
+        yield chunk({"role": "assistant", "content": ""})
+        while True:
+            event = await events.get()
+            if event[0] == "frame":
+                frame = event[1]
+                if request.diffusing:
+                    text, extension = diffusing_view(lease.backend, frame)
+                    yield chunk({"content": text}, diffusion=extension)
+                elif not hold:
+                    delta = text_delta(sent, committed_text(lease.backend, frame))
+                    if delta:
+                        sent += delta
+                        yield chunk({"content": delta})
+                continue
+            if event[0] == "error":
+                yield _sse(event[1].body())
+                break
+            result, prompt_tokens = event[1], event[2]
+            content, tool_calls, reason = protocol.answer(result, request)
+            delta: dict[str, Any] = {}
+            if not request.diffusing:
+                rest = (content or "") if hold else (result.text[len(sent):] if result.text.startswith(sent)
+                                                      else "")
+                if rest:
+                    delta["content"] = rest
+            if tool_calls:
+                delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(tool_calls)]
+            yield chunk(delta, reason)
+            if request.include_usage:
+                yield _sse({"id": cid, "object": "chat.completion.chunk", "created": protocol.chunk(
+                    cid, model, {})["created"], "model": model, "choices": [],
+                    "usage": protocol.usage(result, prompt_tokens)})
+            break
+        yield b"data: [DONE]\n\n"
+    finally:
+        stop.set()                             # a client that went away stops the model at its next frame
+
+
+def make_router(service: ChatService) -> APIRouter:
+    router = APIRouter()
+    options = service.options
+
+    @router.get("/v1/models")
+    async def list_models(request: Request) -> JSONResponse:
+        try:
+            _check_key(request, options.api_key)
+            rows = await run_in_threadpool(service.models)
+            return JSONResponse({"object": "list", "data": rows})
+        except ApiError as error:
+            return error_response(error)
+        except Exception:  # noqa: BLE001
+            log.exception("GET /v1/models failed")
+            return error_response(internal_error())
+
+    @router.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Any:
+        try:
+            _check_key(request, options.api_key)
+            body = await _read_json(request, options.max_body_bytes)
+            chat = await run_in_threadpool(protocol.read_request, body, service.defaults_for)
+            lease = await run_in_threadpool(service.admit, chat.model)
+            if chat.stream:
+                return StreamingResponse(_stream(service, lease, chat), media_type="text/event-stream",
+                                         headers=SSE_HEADERS)
+            result, prompt_tokens = await run_in_threadpool(service.generate, lease, chat)
+            return JSONResponse(protocol.completion(protocol.new_id(), chat, result, prompt_tokens))
+        except ApiError as error:
+            return error_response(error)
+        except Exception:  # noqa: BLE001
+            log.exception("POST /v1/chat/completions failed")
+            return error_response(internal_error())
+
+    @router.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    async def unknown(request: Request, rest: str) -> JSONResponse:
+        try:
+            _check_key(request, options.api_key)
+        except ApiError as error:
+            return error_response(error)
+        return error_response(ApiError(404, f"There is no route /v1/{rest[:80]}; this server answers "
+                                            "GET /v1/models and POST /v1/chat/completions.", code="unknown_url"))
+
+    return router
+
+
+def mount(app: FastAPI, ctx: Any, options: ApiOptions | None = None) -> ChatService:
+    """Add /v1 to a running Gradio app (its FastAPI `demo.app`) and return the service behind it."""
+    service = ChatService(ctx, options or ApiOptions())
+    app.include_router(make_router(service))
+    return service

@@ -1,0 +1,59 @@
+"""A launched app (page + /v1) on loopback over fake backends and the bundled Sprout twins,
+shared by the API tests; each test reaches it with the official `openai` client."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from app.api import ApiOptions
+from engine.world.format import render_call
+from tests.e2e.app_fakes import Slow, free_port
+from tests.fakes import FakeARBackend, FakeDiffusionBackend
+
+ANSWER = "The answer is 42, decided a few tokens per round by a diffusion model."
+AR_ANSWER = "Hello from the AR twin, one token per forward."
+
+
+def tool_target(prompt: str) -> str:
+    """A scripted agent: search first; once a tool response is in the chat, finish."""
+    if "tool: " in prompt:
+        return render_call("finish", {"answer": "Found P-1."})
+    return "Let me look. " + render_call("search_products", {"query": "hoodie", "color": "pink"})
+
+
+class Broken(FakeDiffusionBackend):
+    def denoise(self, canvas, block):
+        raise RuntimeError("secret internal detail /etc/passwd")
+
+
+def backends() -> dict:
+    return {
+        "fake-bd": FakeDiffusionBackend(ANSWER, name="fake-bd"),
+        "fake-ar": FakeARBackend(AR_ANSWER, name="fake-ar"),
+        "tool-bd": FakeDiffusionBackend(tool_target, name="tool-bd"),
+        "slow-bd": Slow(FakeDiffusionBackend(ANSWER, name="slow-bd"), 0.05),
+        "broken-bd": Broken(ANSWER, name="broken-bd"),
+    }
+
+
+@pytest.fixture(scope="package")
+def served(tmp_path_factory):
+    """(ctx, options, base_url): options is the live ApiOptions, so a test may change it."""
+    from app.state import AppContext
+    from app.ui import build_app
+    from launch import serve
+
+    ctx = AppContext.create(tmp_path_factory.mktemp("api") / "sessions.db", model="fake-bd", baseline="fake-ar",
+                            preloaded=backends(), watch=False)
+    options = ApiOptions()
+    demo = build_app(ctx)
+    url = serve(demo, "127.0.0.1", free_port(), block=False, ctx=ctx, api=options)
+    yield ctx, options, url.rstrip("/") + "/v1"
+    demo.close()
+    ctx.close()
+
+
+@pytest.fixture
+def client(served) -> openai.OpenAI:
+    return openai.OpenAI(base_url=served[2], api_key="unused", max_retries=0, timeout=120)
