@@ -260,10 +260,10 @@ class SessionStore:
 
     def _write_generation(self, db: Database, turn_id: int, row: dict[str, Any]) -> int:
         cursor = db.execute(
-            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces, ends) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [turn_id, row["model"], row["config"], row["stats"], row["text"], row["token_ids"], row["mask_id"],
-             row["pieces"], row["ends"]],
+             row["pieces"]],
         )
         return int(cursor.lastrowid)
 
