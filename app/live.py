@@ -7,11 +7,14 @@ token; the header holds numbers and our own words only.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from markupsafe import Markup
 
+from engine.metrics import Ends
 from engine.trace import Frame, GenerationConfig, Result, Stats
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
@@ -36,6 +39,7 @@ class TraceView:
     model: str = ""
     prompt: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    ends: Ends | None = None         # EOS / pad / mask ids: what is not answer text (engine/metrics.py)
 
     @classmethod
     def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
@@ -43,7 +47,7 @@ class TraceView:
         return cls(frames=[], pieces={}, mask_id=backend.mask_id if diffusion else None,
                    gen_length=config.gen_length, block_size=config.block_size if diffusion else 1,
                    steps=config.steps if diffusion else None, family=backend.family, config=config, model=model,
-                   prompt=prompt)
+                   prompt=prompt, ends=Ends.of(backend))
 
     @classmethod
     def from_result(cls, result: Result, config: GenerationConfig | dict[str, Any] | None, model: str = "",
@@ -57,7 +61,8 @@ class TraceView:
                    gen_length=gen_length, block_size=int(cfg.get("block_size") or gen_length) if diffusion else 1,
                    steps=cfg.get("steps") if diffusion else None,
                    family="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
-                   config=config, model=model, prompt=prompt)
+                   config=config, model=model, prompt=prompt,
+                   ends=Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id))
 
     # -- live ---------------------------------------------------------------------------------
     def add(self, frame: Frame, backend: Any) -> None:
@@ -69,14 +74,14 @@ class TraceView:
         self.result, self.stats = result, result.stats
         self.frames = list(result.frames)
         self.pieces.update(result.pieces)
+        if result.eos_ids or self.ends is None:
+            self.ends = Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id)
 
     def partial_text(self, backend: Any) -> str:
-        """The text decided so far: up to the first EOS, masks and pad left out."""
+        """The answer decided so far: up to the first EOS, masks and pad left out."""
         if not self.frames:
             return ""
-        canvas = self.frames[-1].canvas
-        cut = next((i for i, t in enumerate(canvas) if t in backend.eos_ids), len(canvas))
-        return backend.decode([t for t in canvas[:cut] if t != self.mask_id and t != backend.pad_id])
+        return backend.decode(Ends.of(backend).answer_ids(self.frames[-1].canvas))
 
     # -- drawing ------------------------------------------------------------------------------
     def panel(self, mode: str = "live", upto: int | None = None) -> str:
@@ -85,9 +90,15 @@ class TraceView:
         frame = self.frames[index] if self.frames else None
         last = frame is not None and index == len(self.frames) - 1
         grid = render_grid(self.frames, self.pieces, self.mask_id, self.gen_length, self.block_size,
-                           upto=index if self.frames else None, stats=self.stats if last else None)
+                           upto=index if self.frames else None, stats=self.stats if last else None, ends=self.ends)
         return str(Markup('<div class="dp-panel" data-mode="{}">{}{}</div>').format(
             mode, self._header(frame, index, mode), Markup(grid)))
+
+    def before_first_forward(self, mode: str = "replay") -> str:
+        """Round 0 of a replay: the header and every cell still masked."""
+        grid = render_grid([], self.pieces, self.mask_id, self.gen_length, self.block_size, ends=self.ends)
+        return str(Markup('<div class="dp-panel" data-mode="{}">{}{}</div>').format(
+            mode, self._header(None, -1, mode), Markup(grid)))
 
     def _header(self, frame: Frame | None, index: int, mode: str) -> Markup:
         items = [MODES.get(mode, mode)]
@@ -98,15 +109,37 @@ class TraceView:
             else:
                 items.append(f"token {frame.nfe}/{self.gen_length}")   # AR: one token per forward
             items.append(f"frame {index + 1}/{len(self.frames)}")
+        elif mode == "replay":
+            items.append("before the first forward")
         if self.model:
             items.append(self.model)
-        return Markup('<div class="dp-live-head">{}</div>').format(Markup(" · ").join(items))
+        # role=status + aria-live: a screen reader hears where the run stands, not every cell.
+        return Markup('<div class="dp-live-head" role="status" aria-live="polite">{}</div>').format(
+            Markup(" · ").join(items))
 
     def plots(self) -> tuple[Any, Any]:
         """(when each token was decided, tokens committed per forward)."""
         heatmap_blocks = self.block_size if self.family == "diffusion" else self.gen_length
         return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks),
-                commits_per_forward(self.frames))
+                commits_per_forward(self.frames, self.ends))
+
+
+REPLAY_MS = 300            # the pace of a replay when the pace control says 0 (as fast as it computes)
+
+
+def replay(trace: TraceView | None, pace_ms: Any, sleep: Callable[[float], None] = time.sleep
+           ) -> Iterator[tuple[str, int]]:
+    """Play a finished trace again at `pace_ms` per round: (panel html, frame number) from round 0
+    (all masked, frame 0) to the last frame. A pace of 0 uses REPLAY_MS: a replay as fast as it
+    computed would be over before anyone saw it."""
+    if trace is None or not trace.frames:
+        return
+    delay = (float(pace_ms or 0) or REPLAY_MS) / 1000.0
+    yield trace.before_first_forward("replay"), 0
+    for index in range(len(trace.frames)):
+        sleep(delay)
+        last = index == len(trace.frames) - 1
+        yield trace.panel("done" if last else "replay", upto=index), index + 1
 
 
 def markdown_safe(text: str) -> str:

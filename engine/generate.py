@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator
 import torch
 
 from engine.backends.base import BackendError
+from engine.metrics import Ends, ModelClock, numbers, summary_line
 from engine.samplers import confidence, propose, select, transfer_schedule
 from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
 
@@ -84,30 +85,18 @@ def run(
 def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str) -> Result:
     """The Result of a (possibly partial) list of frames; everything is derived from them.
 
-    token_ids = the last canvas cut at its first EOS, pad and mask ids dropped;
-    new_tokens = len(token_ids); tokens_per_forward = new_tokens / nfe;
-    tokens_per_s = new_tokens / seconds; first_token_s = elapsed_s of the first frame that
-    committed a token other than EOS / pad.
+    token_ids = the answer ids of the last canvas (engine/metrics.py: cut at the first EOS, pad
+    and mask ids dropped); every number comes from `metrics.numbers`, model time being the
+    last frame's clock. `seconds` is the wall time of the generation as its caller saw it.
     """
-    eos_ids, pad_id = backend.eos_ids, backend.pad_id
-    mask_id = backend.mask_id if backend.family == "diffusion" else None
-    canvas = frames[-1].canvas if frames else []
-    cut = next((i for i, t in enumerate(canvas) if t in eos_ids), len(canvas))
-    token_ids = [t for t in canvas[:cut] if t != pad_id and t != mask_id]
-    nfe = frames[-1].nfe if frames else 0
-    first_token_s = next(
-        (f.elapsed_s for f in frames if any(t not in eos_ids and t != pad_id for _, t, _ in f.committed)), None
-    )
-    new_tokens = len(token_ids)
-    stats = Stats(
-        nfe=nfe, new_tokens=new_tokens, tokens_per_forward=new_tokens / nfe if nfe else 0.0,
-        seconds=seconds, tokens_per_s=new_tokens / seconds if seconds > 0 else 0.0,
-        first_token_s=first_token_s, stop_reason=stop_reason,
-    )
+    ends = Ends.of(backend)
+    token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
+    stats = numbers(frames, ends, stop_reason, wall_s=seconds)
+    mask_id = ends.mask_id
     ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
     pieces = {t: backend.token_piece(t) for t in sorted(ids)}
     return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
-                  mask_id=mask_id, pieces=pieces)
+                  mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id)
 
 
 # --------------------------------------------------------------------------- diffusion
@@ -161,7 +150,7 @@ def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool
 
 
 def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
-    started = time.perf_counter()
+    clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)
     canvas = _start_canvas(backend, prompt, config.gen_length)
     size, mask_id = config.block_size, backend.mask_id
@@ -180,15 +169,16 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
                     stop_reason = "eos"
                     committed += [(p, eos, EOS_FILL_CONFIDENCE) for p in range(block.stop, config.gen_length)]
             frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
-                          canvas=canvas[0].tolist(), elapsed_s=time.perf_counter() - started)
+                          canvas=canvas[0].tolist(), elapsed_s=clock.elapsed())
             frames.append(frame)
-            yield frame
+            with clock.paused():                                               # the consumer's time is not the model's
+                yield frame
             if done:
                 break
             round_index += 1
         if stop_reason == "eos":
             break
-    return summarize(backend, frames, time.perf_counter() - started, stop_reason)
+    return summarize(backend, frames, clock.wall(), stop_reason)
 
 
 # --------------------------------------------------------------------------- autoregressive
@@ -210,7 +200,7 @@ def _ar_propose(logits: torch.Tensor, config: GenerationConfig, generator: torch
 
 
 def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
-    started = time.perf_counter()
+    clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)
     logits = _ar_prefill(backend, prompt)
     span: list[int] = []                                                       # AR canvas: decided tokens only
@@ -220,15 +210,16 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
         token, conf = _ar_propose(logits, config, generator)
         span.append(token)
         frame = Frame(nfe=i + 1, block=i, round=0, committed=[(i, token, conf)], canvas=list(span),
-                      elapsed_s=time.perf_counter() - started)
+                      elapsed_s=clock.elapsed())
         frames.append(frame)
-        yield frame
+        with clock.paused():
+            yield frame
         if config.stop_on_eos and token in backend.eos_ids:
             stop_reason = "eos"
             break
         if i + 1 < config.gen_length:
             logits = _ar_step(backend, token)
-    return summarize(backend, frames, time.perf_counter() - started, stop_reason)
+    return summarize(backend, frames, clock.wall(), stop_reason)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -272,10 +263,8 @@ def _live_printer(backend, stream) -> Callable[[Frame], None]:
 
 
 def stats_line(stats: Stats) -> str:
-    first = f"{stats.first_token_s:.2f} s" if stats.first_token_s is not None else "none"
-    return (f"{stats.new_tokens} new tokens · {stats.nfe} forwards · {stats.tokens_per_forward:.2f} tokens/forward · "
-            f"{stats.seconds:.2f} s · {stats.tokens_per_s:.1f} tokens/s · first token {first} · "
-            f"stopped: {stats.stop_reason}")
+    """The numbers of one generation, labelled as everywhere else (engine/metrics.py)."""
+    return summary_line(stats)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -254,6 +254,7 @@ class Stats:
     tokens_per_s: float
     first_token_s: float | None
     stop_reason: str            # one of STOP_REASONS
+    wall_s: float | None = None  # what the person waited (set by the app); the rest: engine/metrics.py
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -267,12 +268,15 @@ class Result:
     stats: Stats
     mask_id: int | None = None                  # id that marks undecided canvas positions
     pieces: dict[int, str] = field(default_factory=dict)  # token id -> display text, for every id in frames
+    eos_ids: list[int] = field(default_factory=list)      # ids that end the answer (engine/metrics.py Ends)
+    pad_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "token_ids": self.token_ids, "text": self.text,
             "frames": [f.to_dict() for f in self.frames], "stats": self.stats.to_dict(),
             "mask_id": self.mask_id, "pieces": {str(k): v for k, v in self.pieces.items()},
+            "eos_ids": list(self.eos_ids), "pad_id": self.pad_id,
         }
 
     @classmethod
@@ -281,4 +285,13 @@ class Result:
             token_ids=list(d["token_ids"]), text=d["text"],
             frames=[Frame.from_dict(f) for f in d["frames"]], stats=Stats(**d["stats"]),
             mask_id=d.get("mask_id"), pieces={int(k): v for k, v in d.get("pieces", {}).items()},
+            eos_ids=[int(t) for t in (d["eos_ids"] if "eos_ids" in d else _stored_eos(d))], pad_id=d.get("pad_id"),
         )
+
+
+def _stored_eos(d: dict[str, Any]) -> list[int]:
+    # Traces stored before the end ids were kept: a run that stopped on EOS ends with it.
+    frames = d.get("frames") or []
+    if d.get("stats", {}).get("stop_reason") == "eos" and frames and frames[-1]["canvas"]:
+        return [int(frames[-1]["canvas"][-1])]
+    return []

@@ -109,3 +109,10 @@ def api_kind(db: Database) -> None:
     finally:
         db.conn.execute("PRAGMA foreign_keys = ON")
 
+
+@MIGRATIONS(name="0003_generation_ends")
+def generation_ends(db: Database) -> None:
+    """The ids that are not answer text (EOS, pad) of each generation, as JSON
+    {"eos_ids": [...], "pad_id": n}: a replay draws them as the answer's end and never counts
+    them (engine/metrics.py). Null for generations stored before; their readers infer it."""
+    db.execute("ALTER TABLE generations ADD COLUMN ends TEXT")

@@ -44,16 +44,20 @@ def generation_row(result: Result, config: GenerationConfig | Mapping[str, Any] 
         "model": model, "config": config_to_json(config), "stats": to_json(result.stats.to_dict()),
         "text": result.text, "token_ids": to_json(list(result.token_ids)), "mask_id": result.mask_id,
         "pieces": to_json({str(k): v for k, v in result.pieces.items()}),
+        "ends": to_json({"eos_ids": list(result.eos_ids), "pad_id": result.pad_id}),
     }
 
 
 def result_from_row(row: Mapping[str, Any], frames_data: str | None) -> Result:
     """Rebuild the Result through Result.from_dict, then attach the decoded frames."""
+    frames = decode_frames(frames_data) if frames_data else []
+    # Rows from before the ends column: Result.from_dict infers the EOS id from the frames.
+    ends = json.loads(row["ends"]) if row.get("ends") else {}
     result = Result.from_dict({
-        "token_ids": json.loads(row["token_ids"]), "text": row["text"], "frames": [],
-        "stats": json.loads(row["stats"]), "mask_id": row["mask_id"], "pieces": json.loads(row["pieces"]),
+        "token_ids": json.loads(row["token_ids"]), "text": row["text"], "frames": [f.to_dict() for f in frames],
+        "stats": json.loads(row["stats"]), "mask_id": row["mask_id"], "pieces": json.loads(row["pieces"]), **ends,
     })
-    result.frames = decode_frames(frames_data) if frames_data else []
+    result.frames = frames
     return result
 
 

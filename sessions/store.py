@@ -260,10 +260,10 @@ class SessionStore:
 
     def _write_generation(self, db: Database, turn_id: int, row: dict[str, Any]) -> int:
         cursor = db.execute(
-            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO generations (turn_id, model, config, stats, text, token_ids, mask_id, pieces, ends) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [turn_id, row["model"], row["config"], row["stats"], row["text"], row["token_ids"], row["mask_id"],
-             row["pieces"]],
+             row["pieces"], row["ends"]],
         )
         return int(cursor.lastrowid)
 

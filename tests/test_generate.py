@@ -56,11 +56,15 @@ def test_stats_arithmetic():
     assert s.stop_reason == "eos" and s.nfe < 25, "threshold decodes several tokens per forward"
 
 
-def test_first_token_time_skips_frames_that_only_commit_eos():
+def test_first_token_time_counts_answer_tokens_only():
+    # Tokens after the first EOS are not the answer (engine/metrics.py), however early they came.
     backend = FakeDiffusionBackend([EOS, EOS, 10, 11])                        # EOS is most confident nowhere
     result = run(backend, PROMPT, config(gen_length=4, block_size=4, sampler="reference", stop_on_eos=False))
-    first_real = next(f for f in result.frames if any(t != EOS for _, t, _ in f.committed))
-    assert result.stats.first_token_s == first_real.elapsed_s
+    assert result.stats.new_tokens == 0 and result.stats.first_token_s is None
+    backend = FakeDiffusionBackend([10, EOS, 11, EOS])
+    result = run(backend, PROMPT, config(gen_length=4, block_size=4, sampler="reference", stop_on_eos=False))
+    first_real = next(f for f in result.frames if any(p == 0 for p, _, _ in f.committed))
+    assert result.token_ids == [10] and result.stats.first_token_s == first_real.elapsed_s
 
 
 def test_result_pieces_and_mask_id():

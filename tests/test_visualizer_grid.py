@@ -115,26 +115,31 @@ def test_whitespace_pieces_are_visible():
     assert visible_piece("") == "\u2205"
 
 
-def test_confidence_sets_opacity_and_readout():
+def test_confidence_sets_background_and_readout():
     html = grid(upto=4)
-    assert 'style="opacity:0.675"' in html  # confidence 0.5 at position 7
-    assert "Round: <b>3</b>" in html and "Block: <b>2/2</b>" in html and "NFE: <b>5</b>" in html
-    assert "Tokens per forward: <b>1.60</b>" in html
-    assert "Tokens/s: <b>153.8</b>" in grid(stats=make_result().stats)
+    assert 'style="--dp-c:0.5"' in html  # confidence 0.5 at position 7: a paler background
+    assert "opacity" not in html          # text keeps its full contrast
+    assert "round: <b>3</b>" in html and "block: <b>2/2</b>" in html and "forwards (NFE): <b>5</b>" in html
+    assert "tokens per forward: <b>1.60</b>" in html and "answer tokens: <b>8</b>" in html
+    assert "tokens/s: <b>153.8</b>" in grid(stats=make_result().stats)
 
 
-def test_finished_readout_counts_answer_tokens_not_the_eos_fill():
-    """After an EOS the rest of the canvas is decided at once; tokens per forward in the finished
-    readout must agree with the result's stats (answer tokens / NFE), not decided cells / NFE."""
-    from dataclasses import replace
+def test_new_this_round_is_marked_by_more_than_colour():
+    assert "text-decoration: underline" in GRID_CSS and "border: 1px dashed" in GRID_CSS
+    html = grid(upto=0)
+    assert "new this round" in html and 'class="dp-legend"' in html and "decided by this forward" in html
 
-    full = grid(upto=None)
-    cells_per_forward = re.search(r"Tokens per forward: <b>([0-9.]+)</b>", full).group(1)
-    nfe = make_frames()[-1].nfe
-    stats = replace(make_result().stats, new_tokens=3, tokens_per_forward=3 / nfe)   # an early EOS
-    html = grid(stats=stats)
-    assert f"Tokens per forward: <b>{3 / nfe:.2f}</b>" in html
-    assert f"Tokens per forward: <b>{cells_per_forward}</b>" not in html
+
+def test_eos_fill_is_drawn_as_the_end_and_not_counted():
+    from engine.metrics import Ends
+    from tests.test_visualizer_traces import EOS, EOS_GEN_LENGTH, make_eos_frames
+
+    ends = Ends(frozenset({EOS}), 0, MASK)
+    html = render_grid(make_eos_frames(), {**PIECES, EOS: "<eos>"}, MASK, EOS_GEN_LENGTH, 4, ends=ends)
+    classes = [c for c, _ in parse(html).cells]
+    assert classes[6:] == ["dp-cell dp-end"] * 6 and "dp-new" in classes[5]
+    assert "answer tokens: <b>6</b>" in html and "tokens per forward: <b>1.50</b>" in html
+    assert "&lt;eos&gt;" not in re.sub(r'title="[^"]*"', "", html)   # no EOS piece drawn as text
 
 
 def test_single_frame_and_nan_confidence():
@@ -148,7 +153,8 @@ def test_single_frame_and_nan_confidence():
 
 def test_empty_trace_and_negative_index():
     html = grid(frames=[])
-    assert html.count("dp-mask") == GEN_LENGTH and "Waiting" in html
+    assert len(parse(html).cells) == GEN_LENGTH and "Waiting" in html
+    assert all("dp-mask" in c for c, _ in parse(html).cells)
     assert grid(upto=-1) == grid()
 
 

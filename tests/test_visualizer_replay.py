@@ -105,9 +105,12 @@ _FAKE_DOM = textwrap.dedent("""
         if (c.className.indexOf("dp-cell") >= 0) out.push([c.className, c.textContent]); });
     }); return out; }
     PLAYER
-    var last = cells();
-    nodes.scrubber.value = "0"; nodes.scrubber.listeners.input();
-    console.log(JSON.stringify({ last: last, first: cells(), readout: nodes.readout.textContent }));
+    var opened = cells(), openedReadout = nodes.readout.textContent;
+    nodes.scrubber.value = nodes.scrubber.max; nodes.scrubber.listeners.input();
+    var last = cells(), lastReadout = nodes.readout.textContent;
+    nodes.scrubber.value = "1"; nodes.scrubber.listeners.input();
+    console.log(JSON.stringify({ opened: opened, openedReadout: openedReadout, last: last, lastReadout: lastReadout,
+                                 first: cells(), readout: nodes.readout.textContent }));
 """)
 
 
@@ -122,4 +125,40 @@ def test_player_builds_cells_with_text(page):
     result = make_result()
     assert [text for _, text in state["last"]] == [visible_piece(PIECES[t]) for t in result.token_ids]
     assert sum("dp-mask" in cls for cls, _ in state["first"]) == 6
-    assert state["readout"].startswith("Frame 1/5")
+    assert state["readout"].startswith("Step 1/5")
+    # it opens on round 0: every cell masked, before the first forward
+    assert [cls for cls, _ in state["opened"]] == ["dp-cell dp-mask"] * 8
+    assert state["openedReadout"].startswith("Step 0/5") and "before the first forward" in state["openedReadout"]
+    assert "answer tokens 8" in state["lastReadout"] and "tokens per forward 1.60" in state["lastReadout"]
+
+
+@pytest.mark.parametrize("frames", [1, 2, 5, 40], ids=lambda n: f"{n}-frames")
+def test_default_speed_plays_for_at_least_two_seconds(frames):
+    from visualizer.replay import MIN_REPLAY_S, round_ms
+
+    assert frames * round_ms(frames) >= MIN_REPLAY_S * 1000 >= 2000
+    assert round_ms(frames) >= 300
+
+
+def test_payload_names_the_end_ids_and_the_pace():
+    from tests.test_visualizer_traces import make_eos_result
+
+    payload = json.loads(TRACE_RE.findall(standalone_replay_html(make_eos_result(), "t", "p", "m", None))[0])
+    assert payload["eos_ids"] == [1] and payload["pad_id"] == 0
+    assert payload["round_ms"] * len(payload["frames"]) >= 2000
+    assert payload["labels"]["new_tokens"] == "answer tokens"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed; the JS player is not executed")
+def test_player_draws_the_eos_fill_as_the_end_not_as_new():
+    from tests.test_visualizer_traces import EOS_GEN_LENGTH, make_eos_result
+
+    page = standalone_replay_html(make_eos_result(), "t", "p", "m", {"gen_length": EOS_GEN_LENGTH, "block_size": 4})
+    program = _FAKE_DOM.replace("TRACE_TEXT", json.dumps(TRACE_RE.findall(page)[0])).replace(
+        "PLAYER", PLAYER_RE.findall(page)[0])
+    out = subprocess.run(["node", "-e", program], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    last = json.loads(out.stdout)["last"]
+    assert [cls for cls, _ in last][6:] == ["dp-cell dp-end"] * 6          # EOS, the stray token, the fill
+    assert [cls for cls, _ in last][:6] == ["dp-cell dp-done"] * 5 + ["dp-cell dp-new"]
+    assert "answer tokens 6" in json.loads(out.stdout)["lastReadout"]

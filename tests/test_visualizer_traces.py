@@ -78,3 +78,39 @@ def test_hand_trace_is_consistent():
     assert frames[0].canvas.count(MASK) == GEN_LENGTH - 2
     result = make_result()
     assert Result.from_dict(result.to_dict()) == result
+
+
+# An answer that ends early: EOS (id 1) at position 6 in block 1, a stray token (16) after it in
+# the same block, then the EOS fill of block 2 decided with the last forward. 12 positions in
+# blocks of 4; the answer is positions 0-5 (6 tokens) over 4 forwards: 1.50 tokens per forward.
+EOS = 1
+EOS_GEN_LENGTH = 12
+EOS_SCHEDULE = [
+    (1, 0, 0, [(0, 10, 0.9), (2, 12, 0.85)], 0.010),
+    (2, 0, 1, [(1, 11, 0.8), (3, 17, 0.6)], 0.020),
+    (3, 1, 0, [(4, 14, 0.9), (6, EOS, 0.7)], 0.030),
+    (4, 1, 1, [(5, 15, 0.8), (7, 16, 0.5)] + [(p, EOS, 1.0) for p in range(8, 12)], 0.040),
+]
+EOS_ANSWER = [10, 11, 12, 17, 14, 15]
+EOS_ANSWER_PER_FRAME = [2, 2, 1, 1]
+
+
+def make_eos_frames() -> list[Frame]:
+    canvas = [MASK] * EOS_GEN_LENGTH
+    frames = []
+    for nfe, block, round_, committed, elapsed in EOS_SCHEDULE:
+        for position, token, _conf in committed:
+            canvas[position] = token
+        frames.append(Frame(nfe=nfe, block=block, round=round_, committed=list(committed),
+                            canvas=list(canvas), elapsed_s=elapsed))
+    return frames
+
+
+def make_eos_result() -> Result:
+    """The EOS trace as the engine would return it (numbers from engine/metrics.py)."""
+    from engine.metrics import Ends, numbers
+
+    frames = make_eos_frames()
+    return Result(token_ids=list(EOS_ANSWER), text="".join(PIECES[t] for t in EOS_ANSWER), frames=frames,
+                  stats=numbers(frames, Ends(frozenset({EOS}), 0, MASK), "eos", wall_s=0.5), mask_id=MASK,
+                  pieces={**PIECES, EOS: "<eos>"}, eos_ids=[EOS], pad_id=0)

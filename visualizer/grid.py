@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
+from engine.metrics import LABELS, Ends, numbers
 from engine.trace import Frame, Stats
 
 # Whitespace is invisible in a cell, so a token that is only " " or "\n" would look empty.
@@ -19,29 +20,35 @@ from engine.trace import Frame, Stats
 VISIBLE_WHITESPACE = {" ": "\u2423", "\n": "\u23ce", "\t": "\u21e5", "\r": "\u240d"}
 MASK_GLYPH = "\u00b7"
 
+# Text keeps full colour in every state (contrast >= 4.5:1); confidence fades the background only
+# (--dp-c in [0, 1]), and "new this round" is marked by an underline and an outline as well as colour.
 GRID_CSS = """
-.dp-grid { --dp-fg: currentColor; --dp-mask: rgba(127,127,127,.18); --dp-new: rgba(255,170,0,.45);
-  --dp-done: rgba(60,130,240,.16); --dp-active: rgba(60,130,240,.9); --dp-filled: rgba(127,127,127,.10);
+.dp-grid { --dp-mask: rgba(127,127,127,.16); --dp-new: rgba(255,170,0,.42); --dp-done-rgb: 60,130,240;
+  --dp-active: rgba(37,99,235,.9); --dp-end: rgba(127,127,127,.08); --dp-mark: #92400e;
   font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
-  color: var(--dp-fg); line-height: 1.25; }
-@media (prefers-color-scheme: dark) { .dp-grid { --dp-new: rgba(255,190,60,.40); --dp-done: rgba(110,160,255,.22);
-  --dp-active: rgba(130,175,255,.95); } }
-.dark .dp-grid { --dp-new: rgba(255,190,60,.40); --dp-done: rgba(110,160,255,.22); --dp-active: rgba(130,175,255,.95); }
-.dp-readout { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: 0 0 .5rem; font-size: 12px; opacity: .85; }
+  color: inherit; line-height: 1.25; }
+@media (prefers-color-scheme: dark) { .dp-grid { --dp-new: rgba(255,190,60,.36); --dp-done-rgb: 110,160,255;
+  --dp-active: rgba(130,175,255,.95); --dp-mark: #fcd34d; } }
+.dark .dp-grid { --dp-new: rgba(255,190,60,.36); --dp-done-rgb: 110,160,255; --dp-active: rgba(130,175,255,.95);
+  --dp-mark: #fcd34d; }
+.dp-readout { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: 0 0 .5rem; font-size: 12px; }
 .dp-readout b { font-weight: 600; }
 .dp-cells { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; }
 .dp-block { display: flex; flex-wrap: wrap; gap: 2px; padding: 2px; border: 1px dashed transparent;
   border-radius: 4px; }
-.dp-block.dp-active { border: 1.5px solid var(--dp-active); }
-.dp-cell { display: inline-block; min-width: 1.2em; padding: 1px 3px; border-radius: 3px; text-align: center;
-  white-space: pre; }
-.dp-cell.dp-mask { background: var(--dp-mask); opacity: .7; }
-.dp-cell.dp-new { background: var(--dp-new); font-weight: 600; }
-.dp-cell.dp-done { background: var(--dp-done); }
-.dp-cell.dp-filled { background: var(--dp-filled); }
-.dp-ws { opacity: .55; }
+.dp-block.dp-active { border: 2px solid var(--dp-active); }
+.dp-cell, .dp-key { display: inline-block; min-width: 1.2em; padding: 1px 3px; border-radius: 3px; text-align: center;
+  white-space: pre; border: 1px solid transparent; }
+.dp-mask, .dp-key-mask { background: var(--dp-mask); }
+.dp-new, .dp-key-new { background: var(--dp-new); font-weight: 700; text-decoration: underline 2px;
+  text-underline-offset: 2px; border: 1px dashed var(--dp-mark); }
+.dp-done, .dp-key-done { background: rgba(var(--dp-done-rgb), calc(.06 + .22 * var(--dp-c, 1))); }
+.dp-filled { background: var(--dp-end); }
+.dp-end, .dp-key-end { background: var(--dp-end); font-style: italic; }
 .dp-break { flex-basis: 100%; height: 0; }
+.dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
 """
+END_GLYPH = "\u2205"   # a position after the answer's end (EOS, its fill, pad): never answer text
 
 
 def visible_piece(text: str) -> str:
@@ -71,37 +78,41 @@ def decision_matrix(
     return round_of_position, nfe_of_position, confidence
 
 
-def _opacity(confidence: float | None) -> float:
-    # Low-confidence commits fade but never vanish: 0.35 at c = 0, 1.0 at c = 1.
+def confidence_level(confidence: float | None) -> float:
+    """Confidence at commit clamped to [0, 1] (1 when unknown): how strong a cell's background is."""
     if confidence is None or not math.isfinite(confidence):
         return 1.0
-    return round(0.35 + 0.65 * min(max(float(confidence), 0.0), 1.0), 3)
+    return round(min(max(float(confidence), 0.0), 1.0), 3)
 
 
-def _cell(text: str, classes: str, title: str, opacity: float | None = None) -> Markup:
-    style = f' style="opacity:{opacity}"' if opacity is not None and opacity < 1.0 else ""
+def _cell(text: str, classes: str, title: str, level: float | None = None) -> Markup:
+    style = f' style="--dp-c:{level}"' if level is not None and level < 1.0 else ""
     inner = escape(visible_piece(text))
-    if text.strip() == "" and text != "":
-        inner = Markup('<span class="dp-ws">{}</span>').format(inner)
     return Markup('<span class="{}" title="{}"{}>{}</span>').format(classes, title, Markup(style), inner)
 
 
-def _readout(frame: Frame | None, num_blocks: int, decided: int, gen_length: int, stats: Stats | None) -> Markup:
+LEGEND = Markup(
+    '<div class="dp-legend"><span><span class="dp-key dp-key-new">new</span> decided by this forward (underlined, '
+    'outlined)</span><span><span class="dp-key dp-key-done">earlier</span> decided before (paler = less sure)'
+    '</span><span><span class="dp-key dp-key-mask">{}</span> still masked</span><span><span class="dp-key dp-key-end">'
+    '{}</span> after the answer\'s end (EOS), not counted</span><span>outlined box: active block</span></div>'
+).format(MASK_GLYPH, END_GLYPH)
+
+
+def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends: Ends, stats: Stats | None) -> Markup:
     if frame is None:
         return Markup('<div class="dp-readout"><span>Waiting for the first forward…</span></div>')
-    # finished: answer tokens only, as the status line counts them (not the EOS fill after an end)
-    per_forward = stats.tokens_per_forward if stats is not None else (decided / frame.nfe if frame.nfe else None)
+    # The numbers of the frames shown so far, or the run's own once it is over (engine/metrics.py).
+    now = stats if stats is not None else numbers(shown, ends, "running")
     items = [
-        ("Round", str(frame.round + 1)),
-        ("Block", f"{frame.block + 1}/{num_blocks}"),
-        ("NFE", str(frame.nfe)),
-        ("Decided", f"{decided}/{gen_length}"),
-        ("Tokens per forward", "–" if per_forward is None else f"{per_forward:.2f}"),
+        ("round", str(frame.round + 1)),
+        ("block", f"{frame.block + 1}/{num_blocks}"),
+        (LABELS["nfe"], str(now.nfe)),
+        (LABELS["new_tokens"], str(now.new_tokens)),
+        (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"),
+        (LABELS["seconds"], f"{now.seconds:.3f} s"),
+        (LABELS["tokens_per_s"], f"{now.tokens_per_s:.1f}"),
     ]
-    if stats is not None:
-        items.append(("Tokens/s", f"{stats.tokens_per_s:.1f}"))
-    elif frame.elapsed_s > 0:
-        items.append(("Tokens/s", f"{decided / frame.elapsed_s:.1f}"))
     parts = [Markup("<span>{}: <b>{}</b></span>").format(name, value) for name, value in items]
     return Markup('<div class="dp-readout">{}</div>').format(Markup("").join(parts))
 
@@ -114,17 +125,22 @@ def render_grid(
     block_size: int,
     upto: int | None = None,
     stats: Stats | None = None,
+    ends: Ends | None = None,
+    legend: bool = True,
 ) -> str:
     """HTML grid of the generated span as it stood after frame `upto` (default: the last one).
 
     `frames` are the frames so far (a live run passes what it has); a single Frame also works,
-    but then earlier commits have no round/confidence record and show as plain filled cells. Cells decided in the shown
-    frame are highlighted, earlier ones are plain, undecided ones show a mask glyph; opacity
-    follows the confidence at commit time; the active block is outlined. Pass `stats` once
-    the run has finished to show its measured tokens/s instead of the live estimate.
+    but then earlier commits have no round/confidence record and show as plain filled cells.
+    Answer tokens decided in the shown frame are marked new, earlier ones are plain (paler when
+    the model was less sure), undecided ones show a mask glyph; the active block is outlined.
+    `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
+    "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
+    run has finished to show its own numbers.
     """
     if isinstance(frames, Frame):
         frames = [frames]
+    ends = ends or Ends(frozenset(), None, mask_id)
     block_size = max(1, block_size)
     num_blocks = max(1, -(-gen_length // block_size))
     if frames:
@@ -132,15 +148,15 @@ def render_grid(
         if index < 0:
             index += len(frames)
         frame: Frame | None = frames[index]
-        shown = frames[: index + 1]
+        shown = list(frames[: index + 1])
     else:
         frame, shown = None, []
     rounds, nfes, confidences = decision_matrix(shown, gen_length)
     canvas = frame.canvas if frame is not None else []
+    answer = set(ends.answer_positions(canvas))
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
 
     blocks: list[Markup] = []
-    decided = 0
     for b in range(num_blocks):
         cells: list[Markup] = []
         for position in range(b * block_size, min((b + 1) * block_size, gen_length)):
@@ -149,23 +165,25 @@ def render_grid(
                 cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
                     position, MASK_GLYPH))
                 continue
-            decided += 1
             text = pieces.get(token, f"\u27e8{token}\u27e9")
+            if position not in answer:
+                cells.append(_cell(END_GLYPH, "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
+                continue
             if nfes[position] is None:
-                # On the canvas without a commit record (e.g. EOS fill after an early stop).
-                title = f"#{position}: {text!r}"
-                cells.append(_cell(text, "dp-cell dp-filled", title))
+                # On the canvas without a commit record (a single frame passed alone).
+                cells.append(_cell(text, "dp-cell dp-filled", f"#{position}: {text!r}"))
             else:
                 kind = "dp-new" if position in new_now else "dp-done"
                 title = (f"#{position}: {text!r} · round {rounds[position] + 1} · NFE {nfes[position]}"
-                         f" · confidence {float(confidences[position]):.2f}")
-                cells.append(_cell(text, f"dp-cell {kind}", title, _opacity(confidences[position])))
+                         f" · confidence {float(confidences[position]):.2f}"
+                         + (" · new this round" if kind == "dp-new" else ""))
+                cells.append(_cell(text, f"dp-cell {kind}", title, confidence_level(confidences[position])))
             if "\n" in text:
                 cells.append(Markup('<span class="dp-break"></span>'))
         active = frame is not None and b == frame.block
         classes = "dp-block dp-active" if active else "dp-block"
         blocks.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
 
-    readout = _readout(frame, num_blocks, decided, gen_length, stats)
-    return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div></div>').format(
-        readout, Markup("").join(blocks)))
+    readout = _readout(frame, num_blocks, shown, ends, stats)
+    return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
+        readout, Markup("").join(blocks), LEGEND if legend else Markup("")))

@@ -11,9 +11,21 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from markupsafe import escape
 
+from engine.metrics import LABELS, Ends, answer_commits, answer_progress
 from engine.trace import Frame
 
 from .grid import decision_matrix, visible_piece
+
+
+def integer_axis(largest: float, start: int = 0) -> dict:
+    """Axis settings with whole-number ticks only (forwards, rounds, tokens): at most ~10 ticks."""
+    span = max(1, int(largest) - start)
+    return {"tickmode": "linear", "tick0": start, "dtick": max(1, -(-span // 10)), "tickformat": "d"}
+
+
+def _ends(frames: Sequence[Frame], ends: Ends | None) -> Ends:
+    # Without named end ids nothing is left out (an AR or hand-made trace without EOS).
+    return ends if ends is not None else Ends(frozenset(), None, None)
 
 
 def _piece_label(pieces: dict[int, str], token: int) -> str:
@@ -63,56 +75,57 @@ def decision_heatmap(
         fig.add_vline(x=b * block_size - 0.5, line_width=1, line_dash="dot", opacity=0.4)
     fig.update_layout(
         title={"text": "When each token was decided"}, xaxis_title="position", yaxis_title=y_title,
-        yaxis={"autorange": "reversed"}, margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
+        yaxis={"autorange": "reversed", **integer_axis(rows, 1)}, xaxis=integer_axis(gen_length - 1),
+        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
     )
     return fig
 
 
-def commits_per_forward(frames: Sequence[Frame]) -> go.Figure:
-    """Bars: tokens committed by each forward. Line: running tokens per forward (decided / NFE)."""
+def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go.Figure:
+    """Bars: answer tokens decided by each forward. Line: running tokens per forward (answer
+    tokens so far / NFE), which ends on the run's own tokens per forward (engine/metrics.py)."""
+    ends = _ends(frames, ends)
     nfe = [f.nfe for f in frames]
-    per_forward = [len(f.committed) for f in frames]
-    running: list[float] = []
-    total = 0
-    for f, n in zip(frames, per_forward):
-        total += n
-        running.append(total / f.nfe if f.nfe else 0.0)
+    per_forward = answer_commits(frames, ends)
+    running = [total / f.nfe if f.nfe else 0.0 for f, total in zip(frames, answer_progress(frames, ends))]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=nfe, y=per_forward, name="committed this forward",
+    fig.add_trace(go.Bar(x=nfe, y=per_forward, name="answer tokens decided by this forward",
                          hovertemplate="NFE %{x}: %{y} tokens<extra></extra>"))
-    fig.add_trace(go.Scatter(x=nfe, y=running, name="tokens per forward so far", mode="lines",
+    fig.add_trace(go.Scatter(x=nfe, y=running, name=f"{LABELS['tokens_per_forward']} so far", mode="lines",
                              hovertemplate="NFE %{x}: %{y:.2f} tokens/forward<extra></extra>"))
     fig.update_layout(
-        title={"text": "Tokens committed per forward"}, xaxis_title="forward (NFE)", yaxis_title="tokens",
+        title={"text": "Answer tokens decided per forward"}, xaxis_title=LABELS["nfe"], yaxis_title="answer tokens",
+        xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max(per_forward, default=1)),
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
     )
     return fig
 
 
-def _cumulative(frames: Sequence[Frame]) -> tuple[list[float], list[int]]:
+def _cumulative(frames: Sequence[Frame], ends: Ends) -> tuple[list[float], list[int]]:
     # Start at (0 s, 0 tokens) so both runs leave from the same point.
-    times, decided = [0.0], [0]
-    for f in frames:
-        times.append(f.elapsed_s)
-        decided.append(decided[-1] + len(f.committed))
-    return times, decided
+    return [0.0] + [f.elapsed_s for f in frames], [0] + answer_progress(frames, ends)
 
 
 def race_plot(
     diff_frames: Sequence[Frame],
     ar_frames: Sequence[Frame],
     labels: tuple[str, str] = ("diffusion", "autoregressive"),
+    ends: tuple[Ends | None, Ends | None] = (None, None),
 ) -> go.Figure:
-    """Tokens decided against wall time for a diffusion run and an AR run of the same prompt."""
+    """Answer tokens decided against model time for a diffusion run and an AR run of the same
+    prompt; `ends` names each run's EOS / pad ids so neither counts its end (engine/metrics.py)."""
     fig = go.Figure()
-    for frames, label in ((diff_frames, labels[0]), (ar_frames, labels[1])):
-        times, decided = _cumulative(frames)
+    top = 1
+    for frames, label, end in ((diff_frames, labels[0], ends[0]), (ar_frames, labels[1], ends[1])):
+        times, decided = _cumulative(frames, _ends(frames, end))
+        top = max(top, decided[-1])
         fig.add_trace(go.Scatter(
             x=times, y=decided, name=str(escape(label)), mode="lines", line={"shape": "hv"},
             hovertemplate="%{x:.3f} s: %{y} tokens<extra>" + str(escape(label)) + "</extra>",
         ))
     fig.update_layout(
-        title={"text": "Tokens decided over time"}, xaxis_title="seconds", yaxis_title="tokens decided",
+        title={"text": "Answer tokens decided over model time"}, xaxis_title=f"{LABELS['seconds']} (s)",
+        yaxis_title="answer tokens decided", yaxis=integer_axis(top),
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
     )
     return fig

@@ -19,9 +19,16 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
+from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result
 
-from .grid import GRID_CSS
+from .grid import GRID_CSS, LEGEND
+
+# The player waits this long per round at 1x, longer when the trace is short, so that playing
+# a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
+# still something a person can watch.
+ROUND_MS = 300
+MIN_REPLAY_S = 2.0
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _ENV = Environment(loader=FileSystemLoader(str(_TEMPLATES)), autoescape=True, keep_trailing_newline=True)
@@ -31,12 +38,11 @@ PAGE_CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
   padding: 0 1rem; line-height: 1.45; }
 h1 { font-size: 1.4rem; margin-bottom: .2rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .5rem; }
-.meta { opacity: .8; margin-top: 0; }
+.meta { margin-top: 0; }
 pre.text { white-space: pre-wrap; word-break: break-word; padding: .6rem .8rem; border-radius: 6px;
   background: rgba(127,127,127,.1); font-size: 13px; }
 .controls { display: flex; gap: .8rem; align-items: center; margin-bottom: .6rem; }
 .controls input[type=range] { flex: 1; }
-.legend { font-size: 12px; opacity: .85; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { text-align: left; padding: 2px 10px 2px 0; }
 th { font-weight: 600; }
@@ -89,8 +95,15 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
     block_size = int(cfg.get("block_size") or gen_length)
     payload = result.to_dict()
-    payload.update(gen_length=gen_length, block_size=block_size)
+    payload.update(gen_length=gen_length, block_size=block_size, round_ms=round_ms(len(result.frames)),
+                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds")})
     return payload
+
+
+def round_ms(frames: int) -> int:
+    """Milliseconds per round at 1x: ROUND_MS, or more so that the `frames` steps from round 0
+    (all masked) to the end take at least MIN_REPLAY_S."""
+    return max(ROUND_MS, -(-int(MIN_REPLAY_S * 1000) // max(1, frames)))
 
 
 def standalone_replay_html(
@@ -108,7 +121,7 @@ def standalone_replay_html(
     template = _ENV.get_template("replay.html.j2")
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
-        stats=result.stats, config=_config_dict(config),
+        numbers=summary_line(result.stats) if result.stats else "", config=_config_dict(config), legend=LEGEND,
         css=Markup(GRID_CSS + PAGE_CSS),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),

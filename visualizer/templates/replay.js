@@ -52,13 +52,31 @@
   var playButton = document.getElementById("play");
   var speed = document.getElementById("speed");
   var readout = document.getElementById("readout");
-  scrubber.max = String(Math.max(0, frames.length - 1));
+  var eos = {};
+  (data.eos_ids || []).forEach(function (t) { eos[t] = true; });
+  var padId = data.pad_id === undefined ? null : data.pad_id;
+  var labels = data.labels || {};
+  var roundMs = data.round_ms || 300;
+  // Step 0 is the canvas before the first forward (all masked); step i shows frame i.
+  scrubber.max = String(frames.length);
 
-  function render(index) {
-    var frame = frames[index];
+  // Answer positions of a canvas: before its first EOS, not pad, not mask (engine/metrics.py).
+  function answerOf(canvas) {
+    var answer = {};
+    for (var i = 0; i < canvas.length; i++) {
+      if (eos[canvas[i]]) { break; }
+      if (canvas[i] !== padId && canvas[i] !== maskId) { answer[i] = true; }
+    }
+    return answer;
+  }
+  function count(set) { return Object.keys(set).length; }
+
+  function render(step) {
+    var frame = step > 0 ? frames[step - 1] : null;
+    var canvas = frame ? frame.canvas : [];
     // Last commit per position up to this frame: [round, nfe, confidence].
     var decided = new Array(genLength);
-    for (var i = 0; i <= index; i++) {
+    for (var i = 0; i < step; i++) {
       var f = frames[i];
       for (var j = 0; j < f.committed.length; j++) {
         var c = f.committed[j];
@@ -66,12 +84,12 @@
       }
     }
     var fresh = {};
-    for (var k = 0; k < frame.committed.length; k++) { fresh[frame.committed[k][0]] = true; }
-    var count = 0;
+    if (frame) { for (var k = 0; k < frame.committed.length; k++) { fresh[frame.committed[k][0]] = true; } }
+    var answer = answerOf(canvas);
     for (var pos = 0; pos < genLength; pos++) {
       var cellNode = cells[pos];
-      var token = pos < frame.canvas.length ? frame.canvas[pos] : null;
-      cellNode.style.opacity = "";
+      var token = pos < canvas.length ? canvas[pos] : null;
+      if (cellNode.style.removeProperty) { cellNode.style.removeProperty("--dp-c"); }
       breaks[pos].hidden = true;
       if (token === null || token === maskId) {
         cellNode.className = "dp-cell dp-mask";
@@ -79,8 +97,13 @@
         cellNode.title = "#" + pos + ": undecided";
         continue;
       }
-      count++;
       var text = pieceOf(token);
+      if (!answer[pos]) {
+        cellNode.className = "dp-cell dp-end";
+        cellNode.textContent = "\u2205";
+        cellNode.title = "#" + pos + ": " + JSON.stringify(text) + " \u00b7 after the answer's end";
+        continue;
+      }
       cellNode.textContent = visible(text);
       breaks[pos].hidden = text.indexOf("\n") < 0;
       var info = decided[pos];
@@ -90,40 +113,43 @@
       } else {
         cellNode.className = "dp-cell " + (fresh[pos] ? "dp-new" : "dp-done");
         var conf = info[2] === null ? 1 : Math.min(Math.max(info[2], 0), 1);
-        cellNode.style.opacity = String(0.35 + 0.65 * conf);
+        if (cellNode.style.setProperty) { cellNode.style.setProperty("--dp-c", String(conf)); }
         cellNode.title = "#" + pos + ": " + JSON.stringify(text) + " \u00b7 round " + (info[0] + 1) +
-          " \u00b7 NFE " + info[1] + " \u00b7 confidence " + conf.toFixed(2);
+          " \u00b7 NFE " + info[1] + " \u00b7 confidence " + conf.toFixed(2) + (fresh[pos] ? " \u00b7 new this round" : "");
       }
     }
     for (var bb = 0; bb < blocks.length; bb++) {
-      blocks[bb].className = bb === frame.block ? "dp-block dp-active" : "dp-block";
+      blocks[bb].className = frame && bb === frame.block ? "dp-block dp-active" : "dp-block";
     }
-    var perForward = frame.nfe ? (count / frame.nfe).toFixed(2) : "-";
-    readout.textContent = "Frame " + (index + 1) + "/" + frames.length + " \u00b7 round " + (frame.round + 1) +
-      " \u00b7 block " + (frame.block + 1) + "/" + numBlocks + " \u00b7 NFE " + frame.nfe + " \u00b7 decided " +
-      count + "/" + genLength + " \u00b7 " + perForward + " tokens/forward \u00b7 " + (frame.elapsed_s || 0).toFixed(3) + " s";
-    scrubber.value = String(index);
+    // Answer tokens so far are judged against this frame's canvas, as the app's readout does.
+    var tokens = count(answer);
+    var nfe = frame ? frame.nfe : 0;
+    var perForward = nfe ? (tokens / nfe).toFixed(2) : "0.00";
+    readout.textContent = "Step " + step + "/" + frames.length + (frame ? " \u00b7 round " + (frame.round + 1) +
+      " \u00b7 block " + (frame.block + 1) + "/" + numBlocks : " \u00b7 before the first forward") + " \u00b7 " +
+      (labels.nfe || "NFE") + " " + nfe + " \u00b7 " + (labels.new_tokens || "answer tokens") + " " + tokens +
+      " \u00b7 " + (labels.tokens_per_forward || "tokens per forward") + " " + perForward + " \u00b7 " +
+      (labels.seconds || "model time") + " " + (frame ? frame.elapsed_s || 0 : 0).toFixed(3) + " s";
+    scrubber.value = String(step);
   }
 
   var current = 0;
   var timer = null;
-  function delayAfter(index) {
-    // Follow the recorded pace (scaled by speed), clamped so a replay is neither a blur nor a wait.
-    var gap = index + 1 < frames.length ? frames[index + 1].elapsed_s - frames[index].elapsed_s : 0;
-    var ms = gap > 0 ? gap * 1000 : 250;
-    return Math.min(Math.max(ms / Number(speed.value), 16), 2000);
+  function delay() {
+    // A fixed pace per round (round_ms at 1x, chosen so a whole replay lasts >= 2 s), scaled by speed.
+    return Math.max(roundMs / Number(speed.value || 1), 16);
   }
   function stop() {
     if (timer !== null) { clearTimeout(timer); timer = null; }
     playButton.textContent = "Play";
   }
   function tick() {
-    if (current >= frames.length - 1) { stop(); return; }
-    timer = setTimeout(function () { current++; render(current); tick(); }, delayAfter(current));
+    if (current >= frames.length) { stop(); return; }
+    timer = setTimeout(function () { current++; render(current); tick(); }, delay());
   }
   playButton.addEventListener("click", function () {
     if (timer !== null) { stop(); return; }
-    if (current >= frames.length - 1) { current = 0; render(current); }
+    if (current >= frames.length) { current = 0; render(current); }
     playButton.textContent = "Pause";
     tick();
   });
@@ -133,8 +159,7 @@
     render(current);
   });
   if (frames.length) {
-    current = frames.length - 1;
-    render(current);
+    render(0);
   } else {
     readout.textContent = "This trace has no frames.";
     playButton.disabled = true;

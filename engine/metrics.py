@@ -1,0 +1,181 @@
+"""The numbers a person sees about a generation, defined once. Every tab, plot, replay, export
+and benchmark takes them from here, with the labels below, so one answer reads the same
+everywhere.
+
+- answer tokens: positions of the canvas before its first EOS, pad and mask left out. EOS, the
+  EOS fill after an early stop, and pad are never answer tokens: never counted, never drawn as new.
+- forwards (NFE): model forwards that produced logits for sampling (engine/generate.py).
+- model time: seconds inside the model's forwards only; the clock stops while a consumer holds
+  a frame (streaming, drawing, the playback pace). Frame.elapsed_s reads this clock.
+- wall time: seconds the person waited, from the request to the last update (the app sets it;
+  loading, streaming and the playback pace included).
+- first answer token: model time when the first answer token was committed.
+- tokens per forward = answer tokens / forwards; tokens/s = answer tokens / model time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from engine.trace import Frame, Stats
+
+# One label per number, used verbatim by every view.
+LABELS = {
+    "new_tokens": "answer tokens",
+    "nfe": "forwards (NFE)",
+    "tokens_per_forward": "tokens per forward",
+    "seconds": "model time",
+    "wall_s": "wall time",
+    "first_token_s": "first answer token",
+    "tokens_per_s": "tokens/s",
+    "stop_reason": "stopped by",
+}
+# One sentence each, for tooltips, info lines and the docs.
+MEANINGS = {
+    "new_tokens": "Tokens of the answer: everything before the first end-of-sequence token, without padding.",
+    "nfe": "Model forwards that proposed tokens (denoising rounds, or AR steps).",
+    "tokens_per_forward": "Answer tokens divided by forwards: how many tokens one forward decided on average.",
+    "seconds": "Time spent inside the model's forwards only (not streaming, drawing or the playback pace).",
+    "wall_s": "Time you waited, from pressing Send to the last update (loading and playback pace included).",
+    "first_token_s": "Model time until the first answer token was decided.",
+    "tokens_per_s": "Answer tokens divided by model time.",
+    "stop_reason": "length (the canvas was full), eos (the model ended its answer) or cancelled (Stop).",
+}
+
+
+@dataclass(frozen=True)
+class Ends:
+    """The ids that are not answer text: EOS ends the answer, pad is dropped, mask is undecided."""
+
+    eos_ids: frozenset[int]
+    pad_id: int | None = None
+    mask_id: int | None = None
+
+    @classmethod
+    def of(cls, backend: Any) -> Ends:
+        mask = backend.mask_id if getattr(backend, "family", "") == "diffusion" else None
+        return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask)
+
+    def cut(self, canvas: Sequence[int]) -> int:
+        """Index of the first EOS in the canvas (its length when there is none)."""
+        return next((i for i, t in enumerate(canvas) if t in self.eos_ids), len(canvas))
+
+    def answer_positions(self, canvas: Sequence[int]) -> list[int]:
+        """Positions that hold an answer token: before the first EOS, not pad, not mask."""
+        return [i for i, t in enumerate(canvas[: self.cut(canvas)]) if t != self.pad_id and t != self.mask_id]
+
+    def answer_ids(self, canvas: Sequence[int]) -> list[int]:
+        return [int(canvas[i]) for i in self.answer_positions(canvas)]
+
+
+def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
+    """Answer tokens decided by each frame, judged against the last frame's canvas (a position
+    that later falls after the answer's EOS, or is EOS fill, does not count). Sums to the answer
+    length when every position is committed once."""
+    if not frames:
+        return []
+    answer = set(ends.answer_positions(frames[-1].canvas))
+    return [len({p for p, _t, _c in f.committed if p in answer}) for f in frames]
+
+
+def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:
+    """Running total of answer_commits: answer tokens decided after each frame."""
+    out, total = [], 0
+    for n in answer_commits(frames, ends):
+        total += n
+        out.append(total)
+    return out
+
+
+def tokens_per_forward(answer_tokens: int, forwards: int) -> float:
+    return answer_tokens / forwards if forwards else 0.0
+
+
+def tokens_per_second(answer_tokens: int, model_s: float) -> float:
+    return answer_tokens / model_s if model_s > 0 else 0.0
+
+
+def numbers(frames: Sequence[Frame], ends: Ends, stop_reason: str, wall_s: float | None = None) -> Stats:
+    """Every number of a (possibly partial) list of frames. Model time is the last frame's clock."""
+    if not frames:
+        return Stats(nfe=0, new_tokens=0, tokens_per_forward=0.0, seconds=0.0, tokens_per_s=0.0,
+                     first_token_s=None, stop_reason=stop_reason, wall_s=wall_s)
+    per_frame = answer_commits(frames, ends)
+    answer = len(ends.answer_positions(frames[-1].canvas))
+    nfe, model_s = frames[-1].nfe, frames[-1].elapsed_s
+    first = next((f.elapsed_s for f, n in zip(frames, per_frame) if n), None)
+    return Stats(nfe=nfe, new_tokens=answer, tokens_per_forward=tokens_per_forward(answer, nfe), seconds=model_s,
+                 tokens_per_s=tokens_per_second(answer, model_s), first_token_s=first, stop_reason=stop_reason,
+                 wall_s=wall_s)
+
+
+def with_wall(stats: Stats, wall_s: float) -> Stats:
+    """The same numbers with the wall time the app measured around them."""
+    return replace(stats, wall_s=float(wall_s))
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f} s"
+
+
+def formatted(stats: Stats) -> dict[str, str]:
+    """Each number as text, keyed like LABELS (wall time only when measured)."""
+    out = {
+        "new_tokens": str(stats.new_tokens), "nfe": str(stats.nfe),
+        "tokens_per_forward": f"{stats.tokens_per_forward:.2f}", "seconds": _seconds(stats.seconds),
+        "wall_s": _seconds(stats.wall_s), "first_token_s": _seconds(stats.first_token_s),
+        "tokens_per_s": f"{stats.tokens_per_s:.1f}", "stop_reason": stats.stop_reason,
+    }
+    if stats.wall_s is None:
+        del out["wall_s"]
+    return out
+
+
+def labelled(stats: Stats) -> list[tuple[str, str]]:
+    """(label, value) pairs in LABELS order."""
+    values = formatted(stats)
+    return [(LABELS[k], values[k]) for k in LABELS if k in values]
+
+
+def summary_line(stats: Stats) -> str:
+    """The one-line summary every view prints: `answer tokens 25 · forwards (NFE) 4 · ...`."""
+    return " · ".join(f"{label} {value}" for label, value in labelled(stats))
+
+
+class ModelClock:
+    """Seconds spent computing, paused while a frame is out with its consumer.
+
+    `with clock.paused(): yield frame` keeps whatever the consumer does with the frame (drawing,
+    streaming, sleeping for the playback pace, another model's turn) out of model time.
+    """
+
+    def __init__(self, clock=time.perf_counter) -> None:
+        self._clock = clock
+        self.started = clock()
+        self._paused_s = 0.0
+
+    def elapsed(self) -> float:
+        return self._clock() - self.started - self._paused_s
+
+    def wall(self) -> float:
+        return self._clock() - self.started
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        left = self._clock()
+        try:
+            yield
+        finally:
+            self._paused_s += self._clock() - left
+
+
+def total_tokens_per_forward(pairs: Iterable[tuple[int, int]]) -> float:
+    """tokens per forward over many generations: (answer tokens, forwards) summed, then divided."""
+    tokens = forwards = 0
+    for t, f in pairs:
+        tokens, forwards = tokens + t, forwards + f
+    return tokens_per_forward(tokens, forwards)
