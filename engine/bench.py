@@ -9,8 +9,16 @@ successes, success_rate, pass_hat_3 (tau-bench pass^k, k = 3: mean over tasks of
 C(c, k) / C(n, k)), median / p90 task seconds, mean NFE per task, tokens per forward, and
 failures by error_type; median_ratio = median_task_s of A / that of B.
 
-`--validation N` runs N validation tasks instead: held-out names and values, but none of the
-benchmark's tasks, so sampler settings can be tuned there without looking at the benchmark.
+`--task-set` picks the benchmark: `templates` (the default: the committed set above, worded by
+the templates the twins trained on), `phrasing` (engine/world/heldout_phrasing_tasks.json:
+held-out sentence frames and combinations on held-out values, with two-goal and
+outside-the-world requests) or `words` (training frames with held-out synonyms; reported).
+`groups` then gives success per kind of task, and for outside-the-world tasks the attempts
+that called a tool.
+
+`--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
+is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
+looking at a benchmark.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from engine.catalog import bundled_decoding
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.grader import ERROR_TYPES
-from engine.world.tasks import load_heldout_tasks, validation_tasks
+from engine.world.tasks import TASK_SETS, load_heldout_tasks, task_group
 
 PASS_K = 3
 # The left-to-right threshold rule at 0.99 (engine.samplers.prefix_threshold), not Fast-dLLM's
@@ -106,7 +114,23 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     if len(names) > 1 and models[names[1]]["median_task_s"] > 0:
         ratio = models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
     return {"models": models, "median_ratio": ratio, "tasks": len(tasks), "attempts": attempts,
-            "config": config.to_dict()}
+            "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names}}
+
+
+def by_group(tasks: list[dict[str, Any]], episodes: list[tuple[str, Transcript]]) -> dict[str, dict[str, int]]:
+    """Attempts and successes per task group (engine.world.tasks.task_group); outside-the-world
+    groups also count the attempts that called a tool (an honest answer calls none)."""
+    group_of = {t["id"]: task_group(t) for t in tasks}
+    out: dict[str, dict[str, int]] = {}
+    for task_id, t in episodes:
+        group = group_of[task_id]
+        row = out.setdefault(group, {"attempts": 0, "successes": 0})
+        row["attempts"] += 1
+        row["successes"] += int(t.success)
+        if group == "outside":
+            called = any(s.call and s.call["name"] != "finish" for s in t.steps)
+            row["tool_calls"] = row.get("tool_calls", 0) + int(called)
+    return out
 
 
 # -- CLI -------------------------------------------------------------------------------------
@@ -130,6 +154,12 @@ def table(report: dict[str, Any]) -> str:
         label = name if len(name) <= 28 else "..." + name[-25:]
         rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
                     f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>8.2f}  {errors}")
+    for name, groups in report.get("groups", {}).items():
+        if len(groups) > 1:
+            label = name if len(name) <= 28 else "..." + name[-25:]
+            parts = [f"{g} {r['successes']}/{r['attempts']}" + (f" ({r['tool_calls']} with a tool call)"
+                                                               if "tool_calls" in r else "") for g, r in groups.items()]
+            rows.append(f"{label:<28} by group: {', '.join(parts)}")
     if report.get("task_set"):
         rows.append(f"tasks: {report['task_set']}, {report['tasks']} x {report['attempts']} attempts")
     if report["median_ratio"] is not None:
@@ -162,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--device", default="auto")
     agent.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
     agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
+    agent.add_argument("--task-set", choices=tuple(TASK_SETS), default="templates",
+                       help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
+                            "synonyms); --validation draws from the same kind")
     task_set = agent.add_mutually_exclusive_group()
     task_set.add_argument("--tasks-file", help="a JSON task list instead of the committed held-out set")
     task_set.add_argument("--validation", type=int, metavar="N",
@@ -183,10 +216,13 @@ def main(argv: list[str] | None = None) -> int:
                                   seed=args.seed)
         if args.validation is not None and args.validation < 1:
             raise ValueError(f"--validation must be at least 1, got {args.validation}.")
+        if args.tasks_file and args.task_set != "templates":
+            raise ValueError("Give either --tasks-file or --task-set, not both.")
+        benchmark, validation = TASK_SETS[args.task_set]
         if args.validation:
-            tasks = validation_tasks(args.validation)
+            tasks = validation(args.validation)
         else:
-            tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else load_heldout_tasks()
+            tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else benchmark()
         if args.tasks is None:
             args.tasks = len(tasks)
         if not 1 <= args.tasks <= len(tasks):
@@ -198,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         system = None if args.system == "none" else args.system
         report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
                                      system=system, warmup=not args.no_warmup, progress=progress_bar())
-        report["task_set"] = (f"validation ({args.validation})" if args.validation
-                              else args.tasks_file or "held-out benchmark")
+        named = "" if args.task_set == "templates" else f"{args.task_set} "
+        report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
+                              else args.tasks_file or f"{named or 'held-out '}benchmark")
     except (ConfigError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -179,10 +179,12 @@ def surface(pieces: list[tuple[str, bool]], rng: random.Random, noise: bool = Tr
     if noise and rng.random() < TYPO_RATE:
         words = [(i, m) for i, p in enumerate(out) if not p[1]
                  for m in re.finditer(r"[A-Za-z]{5,}", p[0])]
-        if words:
+        if words:   # (a typo that makes a number word, "there" -> "three", is undone below)
             i, m = rng.choice(words)
             p = out[i]
-            p[0] = p[0][:m.start()] + _typo(m.group(), rng) + p[0][m.end():]
+            typo = _typo(m.group(), rng)
+            if typo.lower() not in NUMBER_WORDS:
+                p[0] = p[0][:m.start()] + typo + p[0][m.end():]
     return _articles("".join(p[0] for p in out))
 
 

@@ -366,6 +366,39 @@ def load_heldout_tasks(path: str | Path = HELDOUT_PATH) -> list[dict[str, Any]]:
     return json.loads(Path(path).read_text())
 
 
+# -- the held-out phrasing benchmark: held-out frames and combinations AND held-out entities --
+PHRASING_PATH = Path(__file__).with_name("heldout_phrasing_tasks.json")
+PHRASING_SIZE, PHRASING_SEED = 49, 149
+PHRASING_VALIDATION_SEED, WORDS_SEED = 2002, 249
+
+
+def make_phrasing_set(n: int = PHRASING_SIZE, seed: int = PHRASING_SEED) -> list[dict[str, Any]]:
+    """Held-out wording (grammar "heldout") on held-out values, balanced across every
+    phrased intent: one goal, two goals and outside the world."""
+    return generate_tasks("heldout", n, seed, PHRASING_INTENTS, "heldout")
+
+
+def make_words_set(n: int = PHRASING_SIZE, seed: int = WORDS_SEED) -> list[dict[str, Any]]:
+    """Training frames with held-out synonyms, on held-out values: reported, not a target."""
+    return generate_tasks("heldout", n, seed, PHRASING_INTENTS, "words")
+
+
+def phrasing_validation_tasks(n: int, seed: int = PHRASING_VALIDATION_SEED) -> list[dict[str, Any]]:
+    """`n` tasks phrased and valued as the phrasing benchmark, none of its tasks: choose
+    checkpoints on these, never on a benchmark."""
+    benchmark = {t["id"] for t in load_heldout_tasks(PHRASING_PATH)}
+    return [t for t in generate_tasks("heldout", 2 * n, seed, PHRASING_INTENTS, "heldout")
+            if t["id"] not in benchmark][:n]
+
+
+# name -> (the benchmark's tasks, n validation tasks of the same kind)
+TASK_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]]]] = {
+    "templates": (load_heldout_tasks, validation_tasks),
+    "phrasing": (lambda: load_heldout_tasks(PHRASING_PATH), phrasing_validation_tasks),
+    "words": (make_words_set, lambda n: generate_tasks("heldout", n, WORDS_SEED + 1, PHRASING_INTENTS, "words")),
+}
+
+
 def write_task_list(tasks: list[dict[str, Any]], path: str | Path) -> None:
     """One task per line, so a change shows up as a readable diff."""
     lines = ",\n".join(json.dumps(t, separators=(",", ":")) for t in tasks)
@@ -379,3 +412,4 @@ def write_heldout_set(path: str | Path = HELDOUT_PATH) -> None:
 if __name__ == "__main__":  # python -m engine.world.tasks: rewrite the committed sets (on purpose only)
     write_heldout_set(HELDOUT_PATH)
     write_task_list(make_heldout_documents(), HELDOUT_DOCS_PATH)
+    write_task_list(make_phrasing_set(), PHRASING_PATH)

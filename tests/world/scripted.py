@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.world.format import render_call
 from engine.world.oracle import policy_for
-from engine.world.tasks import load_heldout_tasks
+from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
 from engine.world.tools import TOOLS_BY_NAME
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 
@@ -120,6 +120,11 @@ def oracle_diffusion(tasks: list[dict[str, Any]] | None = None) -> FakeDiffusion
 
 def oracle_ar(tasks: list[dict[str, Any]] | None = None) -> FakeARBackend:
     return FakeARBackend(oracle_target(tasks or load_heldout_tasks()), name="oracle-ar")
+
+
+def oracle_ar_phrasing() -> FakeARBackend:
+    """The oracle over the held-out phrasing benchmark (`--task-set phrasing`)."""
+    return FakeARBackend(oracle_target(load_heldout_tasks(PHRASING_PATH)), name="oracle-ar-phrasing")
 
 
 def babbling_ar() -> FakeARBackend:
