@@ -51,6 +51,7 @@ class Preset:
     model_types: tuple[str, ...] = ()   # config.json model_type values (lower case) of this model
     options: Mapping[str, Any] = field(default_factory=dict)    # backend knobs, see OPTIONS
     local_path: str | None = None       # set when the weights come from a folder
+    follows: str | None = None          # the DECODINGS entry its defaults reproduce, if any
 
     @property
     def kind(self) -> str:
@@ -62,11 +63,36 @@ class Preset:
 
 _AR_DEFAULTS = {"gen_length": 128, "temperature": 0.0}
 
+
+@dataclass(frozen=True)
+class Decoding:
+    """How an upstream codebase decodes, as GenerationConfig fields, and where that was read."""
+
+    name: str
+    upstream: str                       # repository, file and commit the settings follow
+    settings: Mapping[str, Any]
+    tested: str                         # which test compares the engine with a reference loop
+
+
+# Upstream rules that differ from ours (engine/samplers.py): confidence from the untempered
+# logits, the mask logit kept in the softmax, threshold/factor loops that run until the block
+# is done (steps is no cap). Early stop at an EOS block stays on: it changes only positions
+# after the first EOS, which the answer drops.
+_UPSTREAM_RULES = {"untempered_confidence": True, "keep_mask_logit": True, "steps_cap": False}
+DECODINGS: dict[str, Decoding] = {d.name: d for d in (
+    Decoding("llada", "ML-GSAI/LLaDA generate.py @ b7e6c3565f194352da44b38dd12b6970597309f3",
+             {**_UPSTREAM_RULES, "sampler": "low_confidence"}, "tests/test_upstream_llada.py"),
+    Decoding("fast_dllm_threshold", "NVlabs/Fast-dLLM llada/generate.py @ 24cc59e75f20a6384bae8c905965bb090b96388e",
+             {**_UPSTREAM_RULES, "sampler": "threshold", "threshold": 0.9}, "tests/test_upstream_llada.py"),
+    Decoding("fast_dllm_factor", "NVlabs/Fast-dLLM llada/generate.py get_transfer_index_dynamic (after 24cc59e)",
+             {**_UPSTREAM_RULES, "sampler": "factor", "factor": 1.0}, "tests/test_upstream_llada.py"),
+)}
+
 PRESETS: tuple[Preset, ...] = (
     Preset("LLaDA-8B-Instruct", "full_attention", "GSAI-ML/LLaDA-8B-Instruct", mask_id=126336,
            trust_remote_code=True, loader="AutoModel", model_types=("llada",),
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "low_confidence"},
-           description="LLaDA 8B instruct: masked diffusion, full attention, no KV cache."),
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["llada"].settings},
+           description="LLaDA 8B instruct: masked diffusion, full attention, no KV cache.", follows="llada"),
     Preset("Dream-v0-Instruct-7B", "full_attention", "Dream-org/Dream-v0-Instruct-7B", mask_id=151666,
            logit_shift=True, trust_remote_code=True, loader="AutoModel", model_types=("dream",),
            defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "entropy",
