@@ -175,14 +175,12 @@ ANSWERS: dict[str, str] = {
     "office_activity": "{activity} is {status}.",
     "office_missing_info": "Please give the {missing}.",
     # outside the world: one honest sentence, what Sprout is and what it can do (no tool call)
-    "outside_greeting": "Hello! I am Sprout, a small agent for this shop and office: I can find, add and buy "
-                        "products and look up customers, invoices, courses and activities.",
-    "outside_about": "I am Sprout, a small language model that works in this shop and office: I can find, add "
-                     "and buy products and look up customers, invoices, courses and activities.",
-    "outside_general": "Sorry, I cannot answer that: I am Sprout, a small agent that only knows this shop and "
-                       "office (products, cart, customers, invoices, courses, activities).",
-    "outside_unsupported": "Sorry, I cannot do that: I am Sprout, a small agent that only works in this shop and "
-                           "office (products, cart, customers, invoices, courses, activities).",
+    "outside_greeting": "Hello! I am Sprout, a small shop and office agent: I can find and buy products and look "
+                        "up customers, invoices, courses and activities.",
+    "outside_about": "I am Sprout, a small shop and office agent: I can find and buy products and look up "
+                     "customers, invoices, courses and activities.",
+    "outside_general": "Sorry, I cannot answer that: I am Sprout, a small agent for this shop and office only.",
+    "outside_unsupported": "Sorry, I cannot do that: I am Sprout, a small agent for this shop and office only.",
 }
 # what an outside-the-world answer must say, by kind
 OUTSIDE_OUTPUTS: dict[str, tuple[str, ...]] = {
