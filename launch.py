@@ -1,5 +1,5 @@
 """Start the Diffusion Playground: `python launch.py [--model NAME_OR_PATH] [--baseline NAME_OR_PATH]
-[--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda] [--no-api] [--api-key KEY]
+[--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda|cuda:N] [--no-api] [--api-key KEY]
 [--no-store-api]`.
 
 The page and the OpenAI-compatible API (/v1, app/api/) are served together, on loopback unless
@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--db", default=str(default_db_path()), help="session database (default: %(default)s)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (auto: spread over the GPUs)")
     p.add_argument("--api", action=argparse.BooleanOptionalAction, default=True,
                    help="serve the OpenAI-compatible API at /v1 beside the page (default: on)")
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV) or None,

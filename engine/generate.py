@@ -209,7 +209,8 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
     for i in range(config.gen_length):
         token, conf = _ar_propose(logits, config, generator)
         span.append(token)
-        frame = Frame(nfe=i + 1, block=i, round=0, committed=[(i, token, conf)], canvas=list(span),
+        block, round_index = divmod(i, config.block_size)                      # AR blocks: display groups
+        frame = Frame(nfe=i + 1, block=block, round=round_index, committed=[(i, token, conf)], canvas=list(span),
                       elapsed_s=clock.elapsed())
         frames.append(frame)
         with clock.paused():
@@ -282,7 +283,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float)
     p.add_argument("--top-k", type=int)
     p.add_argument("--seed", type=int)
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print one JSON object: text, config, stats")
     p.add_argument("--live", action="store_true", help="redraw the canvas every round")
     return p

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from engine.backends.base import BackendError, pick_device, pick_dtype
+from engine.backends.base import BackendError, pick_dtype, pick_placement
 
 # Tokens that end an assistant turn in common chat formats (Qwen, Llama 3, LLaDA, SDAR, Phi).
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end|>", "<|role_end|>")
@@ -42,20 +42,22 @@ def load_pretrained(
     if folder.is_dir() and not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise BackendError(f"Model '{label}' ({source}) could not be loaded: the folder has no tokenizer "
                            f"(none of {', '.join(TOKENIZER_FILES)}); save the tokenizer next to the weights.")
-    dev = pick_device(device)
+    dev, device_map = pick_placement(device)
     dtype = pick_dtype(dev)
     auto = getattr(transformers, loader)
+    spread = {"device_map": device_map} if device_map else {}                 # several GPUs: accelerate
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             source, trust_remote_code=trust_remote_code, local_files_only=local_files_only)
         model = auto.from_pretrained(
-            source, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=local_files_only)
+            source, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=local_files_only, **spread)
     except BackendError:
         raise
     except Exception as exc:  # noqa: BLE001 - every loader failure becomes a sentence
         raise BackendError(f"Model '{label}' ({source}) could not be loaded: {short_reason(exc)}") from exc
-    model.to(dev).eval()
-    return model, tokenizer, dev
+    if not device_map:
+        model.to(dev)
+    return model.eval(), tokenizer, dev
 
 
 def short_reason(exc: BaseException, limit: int = 200) -> str:
