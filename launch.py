@@ -59,11 +59,15 @@ def api_refusal(args: argparse.Namespace) -> str | None:
 def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) -> str:
     """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
     (app.api.ApiOptions), /v1 is served on the same app, models and session store."""
+    from app.csp import page_middleware
     from app.ui import launch_kwargs
 
     demo.queue(default_concurrency_limit=4)
+    # The page's Content-Security-Policy and browser-only escaping of toasts (app/csp.py,
+    # app/toasts.py): middleware must be given when the app is built, not added once it runs.
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
-                                      run_history=False, **launch_kwargs())
+                                      run_history=False, app_kwargs={"middleware": page_middleware()},
+                                      **launch_kwargs())
     if api is not None and ctx is not None:
         from app.api import mount
 
@@ -95,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = AppContext.create(args.db, model=args.model, baseline=args.baseline, device=args.device)
     for notice in ctx.notices:
         print(f"note: {notice}", file=sys.stderr)
+    from app.warmup import warm_up
+
+    ctx.warmup = warm_up(ctx)          # load and warm the models now, not on the first request
     demo = build_app(ctx)
     try:
         api = ApiOptions(api_key=args.api_key, store_calls=args.store_api) if args.api else None

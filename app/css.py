@@ -4,18 +4,35 @@ from visualizer import GRID_CSS
 
 APP_CSS = """
 .dp-panel { min-height: 140px; padding: .6rem .7rem; border: 1px solid rgba(127,127,127,.3); border-radius: 8px; }
-.dp-live-head { font-size: 12px; font-weight: 600; margin-bottom: .35rem; opacity: .9; }
-.dp-panel[data-mode="live"] .dp-live-head { color: #d97706; }
-.dp-empty { opacity: .65; font-size: 13px; padding: .4rem 0; }
+.dp-live-head { font-size: 12px; font-weight: 600; margin-bottom: .35rem; }
+.dp-panel[data-mode="live"] .dp-live-head { color: #92400e; }
+.dark .dp-panel[data-mode="live"] .dp-live-head { color: #fcd34d; }
+.dp-empty { font-size: 13px; padding: .4rem 0; }
 .dp-table { border-collapse: collapse; font-size: 13px; width: 100%; }
 .dp-table th, .dp-table td { text-align: left; padding: 3px 8px; border-bottom: 1px solid rgba(127,127,127,.2);
   vertical-align: top; }
 .dp-table code { white-space: pre-wrap; word-break: break-word; font-size: 12px; }
 .dp-transcript pre { white-space: pre-wrap; word-break: break-word; margin: .2rem 0 .6rem; font-size: 13px; }
-.dp-role { font-size: 12px; font-weight: 600; opacity: .8; }
-.dp-meta { font-size: 12px; opacity: .7; margin-bottom: .5rem; }
+.dp-role { font-size: 12px; font-weight: 600; }
+.dp-meta { font-size: 12px; margin-bottom: .5rem; }
 .dp-call { font-size: 12px; margin: -.3rem 0 .6rem; }
 .dp-notice { border-left: 4px solid #d97706; padding-left: .6rem; }
+/* a fixed height: a long answer scrolls inside its panel instead of pushing the settings down */
+#live-panel .dp-panel, #agent-panel .dp-panel, #compare-diffusion-panel .dp-panel,
+#compare-baseline-panel .dp-panel, #replay-panel .dp-panel { height: 360px; overflow-y: auto; box-sizing: border-box; }
+.dp-card { font-size: 13px; }
+.dp-card p { margin: .15rem 0; }
 """
 
-CSS = GRID_CSS + APP_CSS
+# Text contrast >= 4.5:1 (WCAG AA) for Gradio's subdued text (info lines, slider ends, footer):
+# its default light-theme grey (#bbbbc2) reads at 1.9:1 on white.
+CONTRAST_CSS = """
+.gradio-container { --body-text-color-subdued: #52525b; --block-info-text-color: #52525b; }
+.dark .gradio-container { --body-text-color-subdued: #a1a1aa; --block-info-text-color: #a1a1aa; }
+.gradio-container .info-text, .gradio-container .min_value, .gradio-container .max_value { color: #52525b; }
+.dark .gradio-container .info-text, .dark .gradio-container .min_value, .dark .gradio-container .max_value {
+  color: #a1a1aa; }
+footer, footer * { color: #52525b !important; }
+"""
+
+CSS = GRID_CSS + APP_CSS + CONTRAST_CSS

@@ -1,6 +1,7 @@
 """Benchmarks as CLIs: JSON and a readable table, never a timed unit test.
 
     python -m engine.bench agent --model A [--baseline B] [--tasks 49] [--attempts 3] [--json]
+    python -m engine.bench decode --model NAME [--reference]    (engine/bench_decode.py)
 
 `agent` runs the fixed held-out tasks (engine/world/heldout_tasks.json): every attempt of a
 task uses its own seed, both models run in this one process, interleaved per task (their order
@@ -35,6 +36,7 @@ from typing import Any
 
 from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from engine.catalog import bundled_decoding
+from engine.metrics import total_tokens_per_forward
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.grader import ERROR_TYPES
 from engine.world.tasks import TASK_SETS, load_heldout_tasks, task_group
@@ -79,7 +81,7 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         "median_task_s": statistics.median(seconds) if seconds else 0.0,
         "p90_task_s": percentile(seconds, 90) if seconds else 0.0,
         "mean_nfe": nfe / len(episodes) if episodes else 0.0,
-        "tokens_per_forward": sum(t.new_tokens for _, t in episodes) / nfe if nfe else 0.0,
+        "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
     }
 
@@ -209,6 +211,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["decode"]:                                                 # its own parser: engine/bench_decode.py
+        from engine.bench_decode import main as decode_main
+
+        return decode_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,

@@ -113,6 +113,25 @@ def numbers(frames: Sequence[Frame], ends: Ends, stop_reason: str, wall_s: float
                  wall_s=wall_s)
 
 
+def combined(parts: Sequence[Stats], wall_s: float | None = None) -> Stats:
+    """The numbers of one answer made of several generations (a chat turn with tool steps, an
+    agent episode): answer tokens, forwards and model time add up; the first answer token is
+    the model time before the first generation that had one plus its own; the last generation
+    says why it stopped."""
+    tokens = sum(p.new_tokens for p in parts)
+    nfe = sum(p.nfe for p in parts)
+    model_s = sum(p.seconds for p in parts)
+    first, before = None, 0.0
+    for p in parts:
+        if p.first_token_s is not None:
+            first = before + p.first_token_s
+            break
+        before += p.seconds
+    return Stats(nfe=nfe, new_tokens=tokens, tokens_per_forward=tokens_per_forward(tokens, nfe), seconds=model_s,
+                 tokens_per_s=tokens_per_second(tokens, model_s), first_token_s=first,
+                 stop_reason=parts[-1].stop_reason if parts else "length", wall_s=wall_s)
+
+
 def with_wall(stats: Stats, wall_s: float) -> Stats:
     """The same numbers with the wall time the app measured around them."""
     return replace(stats, wall_s=float(wall_s))

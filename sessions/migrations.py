@@ -116,3 +116,14 @@ def generation_ends(db: Database) -> None:
     {"eos_ids": [...], "pad_id": n}: a replay draws them as the answer's end and never counts
     them (engine/metrics.py). Null for generations stored before; their readers infer it."""
     db.execute("ALTER TABLE generations ADD COLUMN ends TEXT")
+
+
+@MIGRATIONS(name="0004_presets")
+def presets(db: Database) -> None:
+    """Named generation settings a person saved (the playground's preset picker)."""
+    db.execute("""
+        CREATE TABLE presets (
+            name TEXT PRIMARY KEY,
+            settings TEXT NOT NULL,            -- JSON {control name: value}
+            updated_at TEXT NOT NULL
+        )""")

@@ -385,7 +385,32 @@ class SessionStore:
             results.append(row)
         return results[: int(limit)]
 
+    # -- generation-setting presets -------------------------------------------------------------
 
+    def save_preset(self, name: str, settings: Mapping[str, Any]) -> None:
+        """Store (or replace) the named settings, a JSON object of control name -> value."""
+        name = " ".join(str(name or "").split())
+        if not name:
+            raise ValueError("A preset needs a name: type one before saving.")
+        if len(name) > PRESET_NAME_CHARS:
+            raise ValueError(f"Preset names are at most {PRESET_NAME_CHARS} characters; this one has {len(name)}.")
+        with self._errors("saving a preset"), self._write() as db:
+            db.execute("INSERT INTO presets (name, settings, updated_at) VALUES (?, ?, ?) "
+                       "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, "
+                       "updated_at = excluded.updated_at", [name, to_json(dict(settings)), _now()])
+
+    def presets(self) -> dict[str, dict[str, Any]]:
+        """Every saved preset, name -> settings, by name."""
+        with self._errors("reading presets"), self._read() as db:
+            rows = _rows(db, "SELECT name, settings FROM presets ORDER BY name")
+        return {row["name"]: json.loads(row["settings"]) for row in rows}
+
+    def delete_preset(self, name: str) -> bool:
+        with self._errors("deleting a preset"), self._write() as db:
+            return db.execute("DELETE FROM presets WHERE name = ?", [name]).rowcount > 0
+
+
+PRESET_NAME_CHARS = 60
 _TURN_FIELDS = ("role", "content", "generation", "config", "model", "tool_calls")
 
 

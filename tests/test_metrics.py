@@ -122,3 +122,16 @@ def test_the_store_keeps_the_end_ids(tmp_path):
     assert again.eos_ids == [EOS] and again.pad_id == 0
     assert numbers(again.frames, Ends(frozenset(again.eos_ids), again.pad_id, again.mask_id), "eos") == \
         numbers(result.frames, ENDS, "eos")
+
+
+def test_an_answer_of_several_generations_adds_up():
+    from engine.metrics import combined
+
+    first = numbers(make_eos_frames()[:1], ENDS, "eos")                      # 2 answer tokens, 1 forward
+    second = numbers(make_eos_frames(), ENDS, "eos")                         # 6 answer tokens, 4 forwards
+    none = numbers([], ENDS, "length")
+    total = combined([none, first, second], wall_s=2.0)
+    assert (total.new_tokens, total.nfe) == (8, 5) and total.tokens_per_forward == pytest.approx(1.6)
+    assert total.seconds == pytest.approx(0.010 + 0.040) and total.first_token_s == pytest.approx(0.010)
+    assert total.tokens_per_s == pytest.approx(8 / 0.050) and total.wall_s == 2.0
+    assert combined([]).new_tokens == 0

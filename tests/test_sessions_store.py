@@ -69,8 +69,8 @@ def test_reopen_keeps_data_and_schema(tmp_path):
         assert second.get_conversation(cid)["turns"][1]["generation"] == make_result()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT name FROM _sqlite_migrations").fetchall() == [("0001_initial",), ("0002_api_kind",),
-                                                                                     ("0003_generation_ends",)]
+    names = [name for (name,) in conn.execute("SELECT name FROM _sqlite_migrations").fetchall()]
+    assert names == ["0001_initial", "0002_api_kind", "0003_generation_ends", "0004_presets"]
     conn.close()
 
 

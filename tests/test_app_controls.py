@@ -1,0 +1,89 @@
+"""The generation controls (app/controls.py): one named mapping with an info line on every
+control, every sampler's parameter, top-p / top-k and the playback pace; "How this works"
+names every sampler; presets built in and saved in the store."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from app.controls import (
+    INFO,
+    MODEL_DEFAULTS,
+    SHOW_EVERY_ROUND,
+    generation_controls,
+    how_it_works,
+    preset_names,
+    preset_settings,
+    save_preset,
+    show_every_round,
+)
+from app.settings import DEFAULTS, PACE_MS, RANGES
+from engine.metrics import LABELS
+from engine.samplers import SAMPLERS
+from engine.trace import GenerationConfig
+from sessions import SessionStore
+
+
+class Ctx:
+    def __init__(self, store) -> None:
+        self.store, self.store_problem = store, None if store is not None else "no database"
+
+
+@pytest.mark.parametrize("with_sampling", [True, False], ids=["chat", "agent"])
+def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
+    with gr.Blocks():
+        controls = generation_controls("t", DEFAULTS, with_sampling=with_sampling)
+    expected = {"gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "pace_ms"}
+    if with_sampling:
+        expected |= {"temperature", "top_p", "top_k", "seed"}
+    assert set(controls) == expected
+    for name, component in controls.items():
+        assert component.info == INFO[name], name
+        assert component.elem_id == f"t-{name.replace('_', '-')}"
+    assert controls["pace_ms"].value == PACE_MS > 0
+    values = {name: component.value for name, component in controls.items()}
+    GenerationConfig(**{k: v for k, v in values.items() if k != "pace_ms"})      # the defaults make a valid config
+
+
+def test_default_pace_shows_eight_rounds_over_at_least_a_second():
+    assert 8 * PACE_MS >= 1000 and RANGES["pace_ms"][0] == 0
+
+
+def test_how_it_works_explains_every_sampler_and_number():
+    text = how_it_works()
+    for name, sampler in SAMPLERS.items():
+        if name != "reference":
+            assert f"**{name}**" in text and sampler.description.split(":")[0] in text
+    for label in LABELS.values():
+        assert label in text
+    assert "block" in text and "round" in text and SHOW_EVERY_ROUND in text
+
+
+def test_show_every_round_is_one_round_per_token():
+    chosen = show_every_round({**DEFAULTS, "block_size": 8})
+    assert chosen["sampler"] == "low_confidence" and chosen["steps"] == 8
+    config = GenerationConfig(**{k: v for k, v in chosen.items() if k != "pace_ms"})
+    assert SAMPLERS[config.sampler].scheduled and config.steps == config.block_size
+
+
+def test_presets_saved_in_the_store(tmp_path):
+    ctx = Ctx(SessionStore(tmp_path / "s.db"))
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+    mine = {**DEFAULTS, "threshold": 0.8, "pace_ms": 400}
+    assert "Saved" in save_preset(ctx, "  slow   and sure ", mine)
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, "slow and sure"]
+    assert preset_settings("slow and sure", DEFAULTS, {}, ctx) == mine
+    assert "again" not in save_preset(ctx, "slow and sure", {**mine, "threshold": 0.7})   # replaced, not doubled
+    assert preset_settings("slow and sure", DEFAULTS, {}, ctx)["threshold"] == 0.7
+    assert "built-in" in save_preset(ctx, SHOW_EVERY_ROUND, mine)
+    assert "not saved" in save_preset(ctx, "   ", mine)
+    assert preset_settings(MODEL_DEFAULTS, DEFAULTS, {}, ctx) == dict(DEFAULTS)
+    assert preset_settings("unknown", DEFAULTS, {}, ctx) is None and preset_settings(None, DEFAULTS, {}, ctx) is None
+    assert ctx.store.delete_preset("slow and sure") and preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+
+
+def test_presets_without_a_store_say_so():
+    ctx = Ctx(None)
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+    assert "session store" in save_preset(ctx, "x", DEFAULTS)
