@@ -1,20 +1,20 @@
-"""Sentences for the person: errors and warnings as Gradio toasts, escaped.
+"""Sentences for the person: errors and warnings as Gradio toasts.
 
-Gradio renders the message of `gr.Error` / `gr.Warning` as HTML, and messages can quote model
-names, paths or prompts, so every message is escaped first.
+Messages stay plain text, since API callers read them as text; the page renders toasts as
+HTML, so app/toasts.py escapes them on their way to a browser (and the page's
+Content-Security-Policy, app/csp.py, stands behind that).
 """
 
 from __future__ import annotations
 
 import gradio as gr
-from markupsafe import escape
 
 
 def user_error(message: str) -> gr.Error:
     """A gr.Error to raise: the handler stops and the person reads `message`."""
-    return gr.Error(str(escape(message)), title="Cannot do that", print_exception=False)
+    return gr.Error(str(message), title="Cannot do that", print_exception=False)
 
 
 def warn(message: str) -> None:
     """A yellow toast; the handler goes on."""
-    gr.Warning(str(escape(message)))
+    gr.Warning(str(message))

@@ -1,0 +1,99 @@
+"""What reaches API callers and the page's HTTP responses: errors are plain text for
+gradio_client (no HTML entities), escaped only in the event stream a browser reads; a run that
+fails before its first forward stores nothing; the page carries its Content-Security-Policy."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from app.csp import add_nonce, policy
+from app.toasts import escape_event
+from tests.e2e.app_fakes import fake_context, running_app
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ctx = fake_context(tmp_path_factory.mktemp("errors"))
+    with running_app(ctx) as (_demo, url):
+        yield ctx, url, Client(url, analytics_enabled=False, verbose=False)
+    ctx.close()
+
+
+# the Chat tab's inputs by label (as the page shows them), so the order can change freely
+CHAT_INPUTS = {"Message": "hi", "Model": "fake-bd", "System prompt": "", "Random seed": False,
+               "Generation length": 64, "Block size": 16, "Steps per block": 8, "Sampler": "threshold",
+               "Threshold": 0.9, "Factor": 1.0, "Entropy bound": 0.5, "Temperature": 0.0, "Top-p": 1.0, "Top-k": 0,
+               "Playback pace": 0, "Seed": 0}
+
+
+def chat_args(client: Client, **by_label) -> list:
+    values = {**CHAT_INPUTS, **{k.replace("_", " "): v for k, v in by_label.items()}}
+    parameters = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/chat"]["parameters"]
+    labels = [p["label"] for p in parameters]
+    picked = [next(v for k, v in values.items() if label.startswith(k)) for label in labels]
+    return picked
+
+
+def error_text(client: Client, *args, api_name: str) -> str:
+    with pytest.raises(Exception) as caught:
+        client.predict(*args, api_name=api_name)
+    return str(caught.value)
+
+
+def test_unknown_model_arrives_as_plain_text(app):
+    _ctx, _url, client = app
+    text = error_text(client, *chat_args(client, Model="nope"), api_name="/chat")
+    assert "Unknown model 'nope'" in text
+    assert "&#39;" not in text and "&#x27;" not in text and "&amp;" not in text
+
+
+def test_markup_in_an_error_arrives_as_typed(app):
+    _ctx, _url, client = app
+    text = error_text(client, "nope <b>&", api_name="/models_load")
+    assert "Unknown model 'nope <b>&'" in text
+
+
+def test_seed_overflow_is_a_sentence_and_stores_nothing(app):
+    ctx, _url, client = app
+    before = len(ctx.store.list_conversations(limit=1000))
+    text = error_text(client, *chat_args(client, Seed=10**30), api_name="/chat")
+    assert "Seed must be a whole number from 0 to 9,223,372,036,854,775,807" in text
+    assert "Overflow" not in text and "Traceback" not in text
+    assert len(ctx.store.list_conversations(limit=1000)) == before
+
+
+def test_page_has_the_policy_and_nonces_on_its_inline_scripts(app):
+    _ctx, url, _client = app
+    first, second = httpx.get(url), httpx.get(url)
+    header = first.headers["content-security-policy"]
+    nonce = re.search(r"'nonce-([^']+)'", header).group(1)
+    assert nonce != re.search(r"'nonce-([^']+)'", second.headers["content-security-policy"]).group(1)
+    for directive in ("img-src 'self' data: blob:", "connect-src 'self'", "object-src 'none'", "form-action 'self'"):
+        assert directive in header
+    assert "'unsafe-inline'" not in header.split("script-src")[1].split(";")[0]
+    inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", first.text)
+    assert inline and all(f'nonce="{nonce}"' in tag for tag in inline)
+
+
+def test_nonce_goes_on_inline_scripts_only():
+    html = b'<script>a</script><script type="module" src="/x.js"></script><SCRIPT data-x>b</SCRIPT><scripts>'
+    out = add_nonce(html, "N")
+    assert out == (b'<script nonce="N">a</script><script type="module" src="/x.js"></script>'
+                   b'<script nonce="N" data-x>b</SCRIPT><scripts>')
+    assert "'nonce-N'" in policy("N")
+
+
+def test_browser_events_escape_message_fields_only():
+    event = (b'data: {"msg": "process_completed", "output": {"error": "Unknown model \'<img src=x>\'", '
+             b'"title": "Cannot <b>"}, "success": false}')
+    data = json.loads(escape_event(event)[len(b"data: "):])
+    assert data["output"] == {"error": "Unknown model &#x27;&lt;img src=x&gt;&#x27;", "title": "Cannot &lt;b&gt;"}
+    assert data["msg"] == "process_completed" and data["success"] is False
+    log = json.loads(escape_event(b'data: {"msg": "log", "log": "a < b", "level": "warning"}')[6:])
+    assert log == {"msg": "log", "log": "a &lt; b", "level": "warning"}
+    assert escape_event(b": ping") == b": ping"
