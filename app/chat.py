@@ -1,44 +1,71 @@
-"""The Chat tab's handlers: stream an answer with its live denoising panel, stop, regenerate,
-edit and resubmit, scrub through the rounds of the last answer, and export it.
+"""The Chat tab: a conversation whose tool calls run against its own world, with the live
+denoising panel, Stop, Regenerate (earlier versions stay browsable), Edit last, New chat, a
+scrubber over the last generation, and its export.
 
-`ChatHandlers.submit` is a generator: each value is one update of every output (CHAT_OUTPUTS,
-in order). Frames go to the browser through a Throttle (<= 20 updates/s, the last always).
-The raw history (role/content dicts, unescaped) lives in a gr.State; the Chatbot only ever
-shows escaped copies of it.
+A turn is the agent loop (`engine.agent.act`) with plain text allowed as the answer: when the
+model writes a tool call, the app runs it on the conversation's world and the model goes on,
+until it answers in text or calls `finish`. The turn streams through the one run path
+(app/runs.py) and is stored in one exchange. The world starts from the held-out task whose
+instruction the first message is (so the examples find what they ask for), else from the
+held-out background world; it is stored with the conversation (its spec in the meta, every
+executed call in the turns) and persists across turns.
+
+Handlers are plain (generator) functions; every streaming update is one tuple of CHAT_OUTPUTS.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import gradio as gr
 
+from engine.agent import Step, act
 from engine.backends.base import BackendError
-from engine.generate import generate, stats_line, summarize
-from engine.trace import ConfigError, GenerationConfig, Result
+from engine.generate import summarize
+from engine.metrics import combined, summary_line
+from engine.trace import ConfigError, GenerationConfig
+from engine.world.format import EOS, render_call
+from engine.world.state import World, world_for
+from engine.world.tasks import load_heldout_tasks
+from engine.world.tools import FINISH
 from sessions import StoreError
 
+from .cards import card_for
 from .exports import export_answer
-from .live import TraceView, chat_messages
-from .messages import user_error, warn
-from .settings import config_from_controls
+from .live import TraceView, replay
+from .messages import user_error
+from .runs import Exchange, Run, Turn, save, title_of
+from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
-from .throttle import Throttle
+from .steps import answer_of, chat_entries, chat_messages, context_messages, step_turns
+from .widgets import (
+    GENERATE,
+    QUIET,
+    card_examples,
+    card_update,
+    generation_controls,
+    model_picker,
+    stopper,
+    with_settings,
+)
 
-CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "trace", "scrubber", "heatmap", "commits", "prompt",
-                "status")
-STOP_WAIT_S = 5.0           # how long Stop waits for the run to close before drawing what it kept
+CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
+                "commits", "prompt", "status", "version")
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
+MAX_TOOL_STEPS = 8
+SEED_RANGE = 2**31 - 1
+DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
 
 
-def encode_prompt(backend: Any, messages: list[dict[str, str]]) -> list[int]:
-    """Prompt ids, or ConfigError when the tokenizer cannot read the text."""
-    try:
-        return list(backend.encode_chat(messages))
-    except ValueError as exc:
-        raise ConfigError(f"The tokenizer of {backend.name} cannot read this prompt ({exc}).") from exc
+def updates(**values: Any) -> tuple:
+    """One tuple of CHAT_OUTPUTS; outputs not named stay as they are."""
+    unknown = set(values) - set(CHAT_OUTPUTS)
+    if unknown:
+        raise KeyError(f"not a chat output: {sorted(unknown)}")
+    return tuple(values[name] if name in values else gr.skip() for name in CHAT_OUTPUTS)
 
 
 def failure(exc: Exception) -> gr.Error:
@@ -50,10 +77,20 @@ def failure(exc: Exception) -> gr.Error:
 
 
 def scrub_panel(trace: TraceView | None, frame_number: Any) -> Any:
-    """The grid as it stood after frame `frame_number` (1-based) of a finished trace."""
+    """The grid as it stood after frame `frame_number` (1-based; 0 = before the first forward)."""
     if trace is None or not trace.frames:
         return gr.skip()
-    return trace.panel("replay", upto=int(frame_number or 1) - 1)
+    if int(frame_number or 0) <= 0:
+        return trace.before_first_forward("replay")
+    return trace.panel("replay", upto=int(frame_number) - 1)
+
+
+def play_again(trace: TraceView | None, pace_ms: Any) -> Generator[tuple[Any, Any], None, None]:
+    """The Replay button: (panel, scrubber) from round 0 to the end at the playback pace."""
+    if trace is None or not trace.frames:
+        raise user_error("There is nothing to replay yet: run a generation first.")
+    for html, frame_number in replay(trace, pace_ms):
+        yield html, gr.Slider(value=frame_number)
 
 
 def file_list(paths: list[Any]) -> Any:
@@ -63,8 +100,32 @@ def file_list(paths: list[Any]) -> Any:
 
 def scrubber_for(trace: TraceView) -> Any:
     n = max(1, len(trace.frames))
-    return gr.Slider(minimum=1, maximum=n, value=n, step=1, visible=True, interactive=True,
-                     label=f"Replay: frame (model forward) 1-{n}")
+    return gr.Slider(minimum=0, maximum=n, value=n, step=1, visible=True, interactive=True,
+                     label=f"Replay: frame (model forward) 0-{n}, 0 = before the first forward")
+
+
+# -- the conversation's world -----------------------------------------------------------------
+def world_spec_for(message: str) -> dict[str, Any]:
+    """The world a conversation starts in: the held-out task whose instruction `message` is, else
+    the held-out background world."""
+    wanted = " ".join(message.split()).lower()
+    for task in load_heldout_tasks():
+        if " ".join(task["instruction"].split()).lower() == wanted:
+            return {"seed": task["world"]["seed"], "split": task["split"], "setup": task["world"].get("setup", {}),
+                    "task_id": task["id"]}
+    return dict(DEFAULT_WORLD)
+
+
+def world_from_spec(spec: Mapping[str, Any]) -> World:
+    return world_for({"split": spec["split"], "world": {"seed": spec["seed"], "setup": spec.get("setup", {})}})
+
+
+def version_label(versions: dict[str, Any] | None) -> str:
+    if not versions or len(versions["items"]) < 2:
+        return ""
+    item = versions["items"][versions["at"]]
+    seed = f" · seed {item['seed']}" if item.get("seed") is not None else ""
+    return f"Answer version {versions['at'] + 1}/{len(versions['items'])}{seed}"
 
 
 class ChatHandlers:
@@ -72,105 +133,133 @@ class ChatHandlers:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
 
-    # -- streaming ----------------------------------------------------------------------------
-    def submit(self, message: str, history: list[dict[str, str]] | None, conversation_id: int | None, model: str,
-               system: str, gen_length: Any, block_size: Any, steps: Any, sampler: str, threshold: Any,
-               temperature: Any, seed: Any) -> Generator[tuple, None, None]:
+    # -- one turn -----------------------------------------------------------------------------
+    def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
+               world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+               *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete."""
+        yield from self._turn(message, history, conversation_id, world, versions, model, system, random_seed,
+                              settings, key, regenerating=False)
+
+    def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
+                   versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+                   *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
+        """Answer the last message again; the earlier answers stay as versions (and stay stored).
+        With temperature > 0 a new seed is drawn."""
+        history = list(history or [])
+        start = versions["start"] if versions else max(
+            (i for i, m in enumerate(history) if m["role"] == "user"), default=None)
+        if start is None or start >= len(history) - 1:
+            raise user_error("There is no answer to regenerate yet: send a message first.")
+        if versions:
+            world = versions["before"].clone()
+        yield from self._turn(history[start]["content"], history[:start], conversation_id, world, versions, model,
+                              system, random_seed, settings, key, regenerating=True)
+
+    def _turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
+              world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+              settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
         message = message or ""
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
         try:
-            config = config_from_controls(gen_length, block_size, steps, sampler, threshold, temperature, seed)
+            config = config_from_settings(settings)
+            if random_seed or (regenerating and config.temperature > 0):
+                config = config.replace(seed=secrets.randbelow(SEED_RANGE))
         except ConfigError as exc:
             raise user_error(str(exc)) from None
         history = [dict(m) for m in (history or [])]
+        spec = world_spec_for(message) if world is None else None
+        world = world_from_spec(spec) if world is None else world
+        before = world.clone()
         system = (system or "").strip()
-        messages = ([{"role": "system", "content": system}] if system else []) + history + [
-            {"role": "user", "content": message}]
+        user = {"role": "user", "content": message}
+        context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
+        run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
+        turn = _Turn(run, config, model, message, history, user)
         try:
             with self.ctx.registry.using(model) as backend:
-                prompt_ids = encode_prompt(backend, messages)
-                frames = generate(backend, prompt_ids, config)        # checks prompt length and config
-                conversation_id = self._conversation(conversation_id, message, model, system, config)
-                yield from self._stream(backend, frames, config, model, message, history, conversation_id)
+                turn.backend = backend
+                run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS, text_answers=True,
+                                        on_step=lambda s: r.put("step", s), on_frame=r.frame), name="chat-turn")
+                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", prompt="",
+                              scrubber=gr.Slider(visible=False), heatmap=None, commits=None)
+                ended = None
+                try:
+                    for event in run.events():
+                        if event.kind == "frame":
+                            turn.add(event.value)
+                            if event.show:
+                                yield updates(chatbot=turn.chatbot(), panel=turn.view.panel("live"),
+                                              trace=turn.view)
+                        elif event.kind == "step":
+                            turn.step_done(event.value)
+                            yield updates(chatbot=turn.chatbot(), trace=turn.view)
+                        else:
+                            ended = event
+                except GeneratorExit:
+                    for event in run.close():
+                        turn.add(event.value)
+                    turn.stop()
+                    self._save(turn, conversation_id, spec, system)
+                    raise
+                finally:
+                    run.close()
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure reaches the person as a sentence
             raise failure(exc) from None
+        answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
+        if ended.kind == "stopped":
+            turn.stop()
+        elif early and not turn.steps:
+            raise user_error(early)                      # the prompt alone outgrew the context: nothing ran
+        conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
+        entries = turn.entries(answer, early)
+        shown = history + [user] + entries
+        item = {"entries": entries, "world": world.clone(), "seed": config.seed if config.temperature > 0 else None}
+        if regenerating and versions:
+            versions = {**versions, "items": [*versions["items"], item], "at": len(versions["items"])}
+        else:
+            versions = {"start": len(history), "before": before, "items": [item], "at": 0}
+        heatmap, commits = turn.view.plots() if turn.view.frames else (None, None)
+        yield updates(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
+                      conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
+                      scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(), heatmap=heatmap,
+                      commits=commits, status=turn.status(config, conversation_id, run.stop_requested),
+                      version=version_label(versions))
 
-    def _stream(self, backend: Any, frames: Generator, config: GenerationConfig, model: str, message: str,
-                history: list[dict[str, str]], conversation_id: int | None) -> Generator[tuple, None, None]:
-        view = TraceView.for_run(backend, config, model, message)
-        throttle = Throttle(self.updates_per_second)
-        user_turn = {"role": "user", "content": message}
-        started, first = time.perf_counter(), True
-        try:
-            while True:
-                try:
-                    frame = next(frames)
-                except StopIteration as done:
-                    result: Result = done.value
-                    break
-                view.add(frame, backend)
-                if throttle.ready():
-                    answer = {"role": "assistant", "content": view.partial_text(backend)}
-                    shown = history + [user_turn, answer]
-                    yield (chat_messages(shown), view.panel("live"), shown, conversation_id, view, gr.skip(),
-                           gr.skip(), gr.skip(), "" if first else gr.skip(), gr.skip())
-                    first = False
-        except GeneratorExit:
-            # Stop: keep what was decided, as a cancelled turn, then let the generator close.
-            frames.close()
-            partial = summarize(backend, view.frames, time.perf_counter() - started, "cancelled")
-            view.finish(partial)                  # the trace state now holds the stopped run
-            self._save(conversation_id, message, partial, config, model)
-            raise
-        view.finish(result)
-        saved = self._save(conversation_id, message, result, config, model)
-        shown = history + [user_turn, {"role": "assistant", "content": result.text}]
-        heatmap, commits = view.plots()
-        status = stats_line(result.stats) + (f" · saved as conversation #{conversation_id}" if saved else "")
-        yield (chat_messages(shown), view.panel("done"), shown, conversation_id, view, scrubber_for(view), heatmap,
-               commits, "" if first else gr.skip(), status)
+    # -- versions, edit, new ------------------------------------------------------------------
+    def show_version(self, history: list[dict[str, Any]] | None, versions: dict[str, Any] | None, delta: int) -> tuple:
+        """(chatbot, history, world, versions, version label): the previous / next answer version;
+        the model's context follows the version shown."""
+        if not versions or len(versions["items"]) < 2:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        at = max(0, min(len(versions["items"]) - 1, versions["at"] + int(delta)))
+        versions = {**versions, "at": at}
+        item = versions["items"][at]
+        shown = list(history or [])[: versions["start"] + 1] + item["entries"]
+        return chat_messages(shown), shown, item["world"].clone(), versions, version_label(versions)
 
-    def regenerate(self, history: list[dict[str, str]] | None, conversation_id: int | None, *controls: Any
-                   ) -> Generator[tuple, None, None]:
-        """Answer the last message again (with the current settings); the old answer stays stored."""
+    def edit_last(self, history: list[dict[str, Any]] | None, world: World | None,
+                  versions: dict[str, Any] | None) -> tuple:
+        """(prompt, history, chatbot, world, versions, label): the last message back in the prompt
+        box, it and its answer out of the chat (they stay stored), the world as before them."""
         history = list(history or [])
-        if len(history) < 2 or history[-1]["role"] != "assistant" or history[-2]["role"] != "user":
-            raise user_error("There is no answer to regenerate yet: send a message first.")
-        yield from self.submit(history[-2]["content"], history[:-2], conversation_id, *controls)
-
-    def stopped(self, trace: TraceView | None, wait_s: float = STOP_WAIT_S) -> tuple:
-        """After Stop: (panel, scrubber, heatmap, commits, status) for what was decided before it.
-
-        `trace` is the live run's own TraceView (the state it yields); the run finishes it when
-        Gradio closes the generator. Waiting for that means no late live update lands after this one.
-        """
-        deadline = time.monotonic() + wait_s
-        while trace is not None and trace.result is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if trace is None or not trace.frames:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), "Stopped."
-        if trace.stats is not None and trace.stats.stop_reason != "cancelled":
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), "The answer was already complete."
-        heatmap, commits = trace.plots()
-        return (trace.panel("stopped"), scrubber_for(trace), heatmap, commits,
-                f"Stopped after {len(trace.frames)} forwards; what was decided is kept (as a cancelled turn).")
-
-    def edit_last(self, history: list[dict[str, str]] | None) -> tuple:
-        """Put the last message back in the prompt box and drop it and its answer from the chat
-        (they stay in the session store); sending it again continues from there."""
-        history = list(history or [])
-        if len(history) < 2 or history[-2]["role"] != "user":
+        start = max((i for i, m in enumerate(history) if m["role"] == "user"), default=None)
+        if start is None:
             raise user_error("There is no message to edit yet: send one first.")
-        kept = history[:-2]
-        return history[-2]["content"], kept, chat_messages(kept)
+        if versions and versions["start"] == start:
+            world = versions["before"].clone()
+        kept = history[:start]
+        return history[start]["content"], kept, chat_messages(kept), world, None, ""
 
     def new_chat(self) -> tuple:
-        hidden = gr.Slider(visible=False)
-        return [], EMPTY_PANEL, [], None, None, hidden, None, None, "", "Started a new conversation."
+        """Everything back to empty: the next message starts a new conversation, a new world and a
+        new model context."""
+        return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=None, trace=None,
+                       versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None, prompt="",
+                       status="Started a new conversation.", version="")
 
     # -- after a run --------------------------------------------------------------------------
     def export(self, trace: TraceView | None) -> tuple[Any, str]:
@@ -182,32 +271,181 @@ class ChatHandlers:
                                        trace.model)
         return file_list(files), preview
 
-    # -- the session store --------------------------------------------------------------------
-    def _conversation(self, conversation_id: int | None, message: str, model: str, system: str,
-                      config: GenerationConfig) -> int | None:
-        store = self.ctx.store
-        if store is None or conversation_id is not None:
-            return conversation_id
-        try:
-            return store.create_conversation("chat", " ".join(message.split())[:80], model=model,
-                                             meta={"system": system, "config": config.to_dict()})
-        except StoreError as exc:
-            warn(f"{exc} This conversation is not being saved.")
-            return None
+    def _save(self, turn: _Turn, conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> int | None:
+        meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD}
+        exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
+                            turns=[Turn("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
+        return save(self.ctx, exchange)
 
-    def _save(self, conversation_id: int | None, message: str, result: Result, config: GenerationConfig,
-              model: str) -> bool:
-        """Store the user turn and the answer with its frames; a failure is a warning, not an error."""
-        store = self.ctx.store
-        if store is None:
-            warn(f"This answer was not saved: {self.ctx.store_problem}")
-            return False
-        if conversation_id is None:
-            return False
-        try:
-            store.add_turn(conversation_id, "user", message)
-            store.add_turn(conversation_id, "assistant", result.text, generation=result, config=config, model=model)
-            return True
-        except StoreError as exc:
-            warn(f"This answer was not saved: {exc}")
-            return False
+
+class _Turn:
+    """What one chat turn has so far: the steps done, the generation in progress, its view."""
+
+    def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
+                 user: dict[str, Any]) -> None:
+        self.run, self.config, self.model, self.message = run, config, model, message
+        self.history, self.user = history, user
+        self.steps: list[Step] = []
+        self.backend: Any = None
+        self.view = TraceView(frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1,
+                              steps=None, family="diffusion", config=config, model=model, prompt=message)
+        self.stopped = False
+        self.pending = False                      # frames arrived for a reply that is not a step yet
+
+    def add(self, frame: Any) -> None:
+        if not self.pending:                      # the first forward of the next reply
+            self.view = TraceView.for_run(self.backend, self.config, self.model, self.message)
+            self.pending = True
+        self.view.add(frame, self.backend)
+
+    def step_done(self, step: Step) -> None:
+        self.steps.append(step)
+        if self.pending and step.result is not None:
+            self.view.finish(step.result)
+        self.pending = False
+
+    def _in_flight(self) -> list[dict[str, Any]]:
+        """The reply being generated, as the person may see it: text, or a pending tool card."""
+        if not self.pending:
+            return []
+        text = self.view.partial_text(self.backend).lstrip()
+        if text.startswith(("<tool_call>", "{", "<")):
+            return [{"role": "assistant", "content": "", "title": "🛠 writing a tool call…", "status": "pending",
+                     "shown": ""}]
+        return [{"role": "assistant", "content": text or "…"}]
+
+    def chatbot(self) -> list[dict[str, Any]]:
+        entries = [e for s in self.steps for e in chat_entries(s, s.raw_text)]
+        return chat_messages(self.history + [self.user] + entries + self._in_flight())
+
+    def stop(self) -> None:
+        """Stopped mid-generation: the frames decided so far become a cancelled step."""
+        self.stopped = True
+        if self.pending and self.view.frames:
+            seconds = self.view.frames[-1].elapsed_s
+            partial = summarize(self.backend, list(self.view.frames), seconds, "cancelled")
+            self.view.finish(partial)
+            self.steps.append(Step(partial.text, None, None, None, partial, seconds))
+        self.pending = False
+
+    def entries(self, answer: str | None, early: str) -> list[dict[str, Any]]:
+        """The turn's history entries: its steps, then the answer or a note saying why none came."""
+        out = []
+        for i, s in enumerate(self.steps):
+            cancelled = s.result is not None and s.result.stats.stop_reason == "cancelled"
+            if cancelled:
+                text = answer_of(s) or ""
+                if text and not text.lstrip().startswith(("<tool_call>", "{")):
+                    out.append({"role": "assistant", "content": "", "shown": f"{text} … (stopped)", "note": True})
+                continue
+            out += chat_entries(s, self._reply(i))
+        if answer is None and not self.stopped:
+            why = early or f"no answer after {len(self.steps)} tool steps (the limit is {MAX_TOOL_STEPS})"
+            out.append({"role": "assistant", "content": "", "shown": f"(The model gave no answer: {why}.)",
+                        "note": True})
+        return out
+
+    def _reply(self, index: int) -> str:
+        # what act() put in the model's context for this step: the canonical call, or the text
+        s = self.steps[index]
+        if s.call is not None:
+            return render_call(s.call["name"], s.call["arguments"])
+        return s.raw_text.split(EOS, 1)[0].strip()
+
+    def final_panel(self) -> str:
+        if not self.view.frames:
+            return EMPTY_PANEL
+        return self.view.panel("stopped" if self.stopped else "done")
+
+    def status(self, config: GenerationConfig, conversation_id: int | None, stop_requested: bool) -> str:
+        parts = []
+        if self.stopped or stop_requested:
+            parts.append("Stopped." + (" What was decided is kept (stored as stopped)." if self.stopped else
+                                       " The answer was already complete."))
+        generated = [s.result.stats for s in self.steps if s.result is not None]
+        if generated:   # the whole answer, every generation of it; wall time = what the person waited
+            numbers = combined(generated, wall_s=time.perf_counter() - self.run.started)
+            parts.append(summary_line(numbers) + (f" · {len(generated)} generations" if len(generated) > 1 else ""))
+        tools = sum(1 for s in self.steps if s.call is not None and s.call["name"] != FINISH)
+        if tools:
+            parts.append(f"{tools} tool call(s)")
+        if config.temperature > 0:
+            parts.append(f"seed {config.seed}")
+        if conversation_id is not None and self.steps:
+            parts.append(f"saved as conversation #{conversation_id}")
+        return " · ".join(parts)
+
+
+# -- layout -----------------------------------------------------------------------------------
+def build(ctx: AppContext) -> dict[str, Any]:
+    """The Chat tab's components and events, inside the caller's gr.Tab; returns what other tabs
+    wire to (the model picker)."""
+    chat = ChatHandlers(ctx)
+    history, conversation_id, world = gr.State([]), gr.State(None), gr.State(None)
+    trace, versions = gr.State(None), gr.State(None)
+    card = card_for(ctx.default_model, ctx.registry.listing())
+    with gr.Row():
+        with gr.Column(scale=5):
+            model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
+            card_md, examples = card_examples("chat", card)
+            chatbot = gr.Chatbot(label="Conversation", height=440, elem_id="chatbot", allow_tags=False,
+                                 sanitize_html=True, feedback_options=None)
+            prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
+                                placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
+            with gr.Row():
+                send_btn = gr.Button("Send", variant="primary", elem_id="send")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                regen_btn = gr.Button("Regenerate", elem_id="regenerate")
+                edit_btn = gr.Button("Edit last", elem_id="edit-last")
+                new_btn = gr.Button("New chat", elem_id="new-chat")
+            with gr.Row(equal_height=True):
+                prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
+                version = gr.Markdown(elem_id="version-label")
+                next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
+            status = gr.Markdown(elem_id="chat-status")
+        with gr.Column(scale=6):
+            panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
+            with gr.Row(equal_height=True):
+                scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
+                                     scale=5)
+                replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
+            system = gr.Textbox(label="System prompt (optional)", lines=1)
+            with gr.Accordion("Generation settings", open=True):
+                random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
+                                          elem_id="chat-random-seed")
+                controls = generation_controls("chat", DEFAULTS, ctx=ctx)
+            export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
+            export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,
+                                   visible=False)
+            export_preview = gr.HTML(elem_id="export-preview")
+    with gr.Row():
+        heatmap = gr.Plot(label="When each token was decided")
+        commits = gr.Plot(label="Commits per forward")
+    names = list(controls)
+    shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
+    outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
+               status, version]
+    submit = with_settings(chat.submit, "chat", names)
+    send = send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
+    enter = prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
+    regen = regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs,
+                            api_name="regenerate", **GENERATE)
+    stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
+    for button, delta in ((prev_btn, -1), (next_btn, 1)):
+        button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
+                     [chatbot, history, world, versions, version], api_visibility="private", **QUIET)
+    edit_btn.click(chat.edit_last, [history, world, versions], [prompt, history, chatbot, world, versions, version],
+                   api_visibility="private")
+    # New chat and the Chatbot's clear icon: end any run, then a new conversation, world and context.
+    for trigger in (new_btn.click, chatbot.clear):
+        trigger(None, None, None, cancels=[send, enter, regen])
+        trigger(chat.new_chat, None, outputs, api_visibility="private", **QUIET)
+    scrubber.input(scrub_panel, [trace, scrubber], [panel], trigger_mode="always_last", api_visibility="private",
+                   **QUIET)
+    replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
+                     **QUIET)
+    export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
+    model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
+                 **QUIET)
+    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
+    return {"model": model}

@@ -4,14 +4,15 @@ Fairness: both runs happen in ONE worker thread, interleaved: one forward of the
 then one forward of the AR model, and so on until both are done. They never compute at the same
 time, so neither slows the other down by sharing cores or the GPU, and each model's clock counts
 only the time spent inside its own forwards (its frames' elapsed_s are rewritten to that clock).
-The two answers are stored together as one "compare" conversation.
+The two answers are stored together as one "compare" conversation. The race computes in the
+run path's worker (app/runs.py); the handler draws both sides at the chosen pace.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from contextlib import ExitStack
 from typing import Any
 
@@ -19,31 +20,43 @@ import gradio as gr
 from markupsafe import Markup
 
 from engine.generate import generate, summarize
+from engine.metrics import LABELS, Ends, formatted, numbers
 from engine.trace import ConfigError, GenerationConfig, Result
-from sessions import StoreError
 from visualizer import race_plot
 
-from .chat import encode_prompt, failure
+from .cards import card_for
+from .chat import EMPTY_PANEL, failure
 from .live import TraceView
-from .messages import user_error, warn
-from .settings import config_from_controls
+from .messages import user_error
+from .runs import Exchange, Run, Turn, save, title_of
+from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
-from .throttle import Throttle
+from .widgets import (
+    GENERATE,
+    QUIET,
+    card_examples,
+    card_update,
+    generation_controls,
+    model_picker,
+    stopper,
+    with_settings,
+)
 
 COMPARE_OUTPUTS = ("panel_diffusion", "panel_baseline", "table", "race", "status")
 FAIRNESS_NOTE = (
     "**How the race shares the machine:** both models run in one worker thread, *interleaved*: one forward "
     "of the diffusion model, then one forward of the AR baseline, in turn, until both finish. They never "
     "compute at the same time, so neither steals cores or GPU time from the other, and each model's clock "
-    "counts only its own forwards. Wall time, time to first token and tokens/s below are those per-model clocks."
+    "counts only its own forwards. Model time, first answer token and tokens/s below are those per-model clocks."
 )
 
 
 class Racer:
-    """One side of the race: its generator, its own clock and its frames."""
+    """One side of the race: its generator and its own clock (worker side), its view (handler side)."""
 
     def __init__(self, name: str, backend: Any, frames: Generator, view: TraceView) -> None:
         self.name, self.backend, self.frames, self.view = name, backend, frames, view
+        self.decided: list = []                  # the frames as the worker produced them
         self.own_s = 0.0
         self.result: Result | None = None
 
@@ -51,50 +64,52 @@ class Racer:
     def running(self) -> bool:
         return self.result is None
 
-    def step(self) -> None:
-        """One forward, timed on this model's clock."""
+    def step(self) -> Any:
+        """One forward, timed on this model's clock; the frame, or None once the answer is complete."""
         started = time.perf_counter()
         try:
             frame = next(self.frames)
         except StopIteration as done:
             self.own_s += time.perf_counter() - started
             stop_reason = done.value.stats.stop_reason if done.value is not None else "length"
-            self.result = summarize(self.backend, self.view.frames, self.own_s, stop_reason)
-            self.view.finish(self.result)
-            return
+            self.result = summarize(self.backend, self.decided, self.own_s, stop_reason)
+            return None
         self.own_s += time.perf_counter() - started
-        self.view.add(dataclasses.replace(frame, elapsed_s=self.own_s), self.backend)
+        frame = dataclasses.replace(frame, elapsed_s=self.own_s)
+        self.decided.append(frame)
+        return frame
 
     def stop(self) -> Result:
         self.frames.close()
         if self.result is None:
-            self.result = summarize(self.backend, self.view.frames, self.own_s, "cancelled")
+            self.result = summarize(self.backend, self.decided, self.own_s, "cancelled")
         return self.result
 
 
-def _number(value: float | None, unit: str = "", digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}{unit}"
+def encode_prompt(backend: Any, messages: list[dict[str, str]]) -> list[int]:
+    """Prompt ids, or ConfigError when the tokenizer cannot read the text."""
+    try:
+        return list(backend.encode_chat(messages))
+    except ValueError as exc:
+        raise ConfigError(f"The tokenizer of {backend.name} cannot read this prompt ({exc}).") from exc
 
 
-def stats_table(racers: list[Racer]) -> str:
-    """Per model: time, first token, NFE, tokens, tokens per forward, tokens/s (live while running)."""
+TABLE_NUMBERS = ("seconds", "first_token_s", "nfe", "new_tokens", "tokens_per_forward", "tokens_per_s", "stop_reason")
+
+
+def stats_table(racers: list[Racer], stopped: bool = False) -> str:
+    """Per model, the numbers of engine/metrics.py under its labels (live: from the frames so far)."""
     rows = []
     for r in racers:
-        frames = r.view.frames
-        decided = sum(len(f.committed) for f in frames)
         if r.result is not None:
             s = r.result.stats
-            cells = [_number(s.seconds, " s"), _number(s.first_token_s, " s"), str(s.nfe), str(s.new_tokens),
-                     _number(s.tokens_per_forward, "", 2), _number(s.tokens_per_s, "", 1), s.stop_reason]
         else:
-            nfe = frames[-1].nfe if frames else 0
-            per_forward = decided / nfe if nfe else None
-            per_second = decided / r.own_s if r.own_s else None
-            cells = [_number(r.own_s, " s"), "…", str(nfe), f"{decided} decided", _number(per_forward, "", 2),
-                     _number(per_second, "", 1), "running"]
+            s = numbers(r.view.frames, r.view.ends or Ends.of(r.backend), "stopped" if stopped else "running")
+        values = formatted(s)
+        cells = [values[k] for k in TABLE_NUMBERS]
         rows.append(Markup("<tr><th>{}</th>{}</tr>").format(
             r.name, Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
-    head = ("model", "time (own)", "first token", "NFE", "tokens", "tokens/forward", "tokens/s", "stopped by")
+    head = ("model", *(LABELS[k] for k in TABLE_NUMBERS))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
     return str(Markup('<table class="dp-table"><tr>{}</tr>{}</table>').format(header, Markup("").join(rows)))
 
@@ -104,14 +119,14 @@ class CompareHandlers:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
 
-    def run(self, prompt: str, diffusion_model: str, baseline_model: str, gen_length: Any, block_size: Any,
-            steps: Any, sampler: str, threshold: Any, temperature: Any, seed: Any) -> Generator[tuple, None, None]:
+    def run(self, prompt: str, diffusion_model: str, baseline_model: str, *, settings: Mapping[str, Any],
+            key: tuple = (None, "compare")) -> Generator[tuple, None, None]:
         """Race the two models on `prompt`; yields one tuple of COMPARE_OUTPUTS per update."""
         prompt = prompt or ""
         if not prompt.strip():
             raise user_error("The prompt is empty: type what both models should answer.")
         try:
-            config = config_from_controls(gen_length, block_size, steps, sampler, threshold, temperature, seed)
+            config = config_from_settings(settings)
         except ConfigError as exc:
             raise user_error(str(exc)) from None
         names = [(diffusion_model or "").strip(), (baseline_model or "").strip()]
@@ -128,52 +143,111 @@ class CompareHandlers:
                     backend = backends[name]
                     frames = generate(backend, encode_prompt(backend, messages), config)
                     racers.append(Racer(name, backend, frames, TraceView.for_run(backend, config, name, prompt)))
-                yield from self._race(racers, config, prompt)
+                run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
+                yield from self._race(run, racers, config, prompt)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001
             raise failure(exc) from None
 
-    def _race(self, racers: list[Racer], config: GenerationConfig, prompt: str) -> Generator[tuple, None, None]:
-        throttle = Throttle(self.updates_per_second)
-        try:
+    def _race(self, run: Run, racers: list[Racer], config: GenerationConfig, prompt: str
+              ) -> Generator[tuple, None, None]:
+        def work(run: Run) -> None:
             while any(r.running for r in racers):
-                for r in racers:                # interleaved: one forward each, in turn
+                for lane, r in enumerate(racers):   # interleaved: one forward each, in turn
                     if r.running:
-                        r.step()
-                if throttle.ready():
-                    yield (racers[0].view.panel("live"), racers[1].view.panel("live"), stats_table(racers),
-                           gr.skip(), gr.skip())
+                        frame = r.step()
+                        if frame is not None:
+                            run.frame(frame, lane)
+
+        run.start(work, name="compare-race")
+        yield EMPTY_PANEL, EMPTY_PANEL, "", None, "Racing…"        # the last race's results go at once
+        try:
+            for event in run.events():
+                if event.kind == "frame":
+                    racers[event.lane].view.add(event.value, racers[event.lane].backend)
+                    if event.show:
+                        yield (racers[0].view.panel("live"), racers[1].view.panel("live"), stats_table(racers),
+                               gr.skip(), gr.skip())
+                elif event.kind == "stopped":
+                    break
         except GeneratorExit:
-            for r in racers:
-                r.stop()
+            run.close()
+            self._finish(racers, stopped=True)
             self._save(racers, config, prompt)
             raise
+        finally:
+            run.close()
+        stopped = any(r.result is None or r.result.stats.stop_reason == "cancelled" for r in racers)
+        self._finish(racers, stopped)
         saved = self._save(racers, config, prompt)
-        a, b = (r.result.stats for r in racers)
-        speedup = f"{b.seconds / a.seconds:.2f}x" if a.seconds > 0 else "–"
-        status = f"{racers[0].name} took {a.seconds:.3f} s, {racers[1].name} {b.seconds:.3f} s ({speedup} as fast)."
+        race = race_plot(racers[0].view.frames, racers[1].view.frames, labels=(racers[0].name, racers[1].name),
+                         ends=(racers[0].view.ends, racers[1].view.ends))
+        mode = "stopped" if stopped else "done"
+        if stopped:
+            status = "Stopped. What each model decided is kept (stored as stopped)."
+        else:
+            a, b = (r.result.stats for r in racers)
+            speedup = f"{b.seconds / a.seconds:.2f}x" if a.seconds > 0 else "–"
+            status = (f"{racers[0].name} took {a.seconds:.3f} s, {racers[1].name} {b.seconds:.3f} s "
+                      f"({speedup} as fast).")
         if saved is not None:
             status += f" Stored as comparison #{saved}."
-        race = race_plot(racers[0].view.frames, racers[1].view.frames, labels=(racers[0].name, racers[1].name))
-        yield racers[0].view.panel("done"), racers[1].view.panel("done"), stats_table(racers), race, status
+        yield racers[0].view.panel(mode), racers[1].view.panel(mode), stats_table(racers), race, status
+
+    @staticmethod
+    def _finish(racers: list[Racer], stopped: bool) -> None:
+        """Every side ends with a Result (cancelled when Stop came first), its view finished."""
+        for r in racers:
+            if stopped or r.result is None:
+                r.stop()
+            r.view.finish(r.result)
 
     def _save(self, racers: list[Racer], config: GenerationConfig, prompt: str) -> int | None:
         """The pair as one conversation: the prompt, then each model's answer with its frames."""
-        store = self.ctx.store
-        if store is None:
-            warn(f"This comparison was not saved: {self.ctx.store_problem}")
-            return None
+        if not any(r.decided for r in racers):
+            return None                               # stopped before the first forward: nothing to keep
         names = [r.name for r in racers]
-        try:
-            cid = store.create_conversation(
-                "compare", " ".join(prompt.split())[:80], model=f"{names[0]} vs {names[1]}",
-                meta={"diffusion": names[0], "baseline": names[1], "config": config.to_dict(),
-                      "schedule": "interleaved: one forward each in turn, one thread, per-model clocks"})
-            store.add_turn(cid, "user", prompt)
-            for r in racers:
-                store.add_turn(cid, "assistant", r.result.text, generation=r.result, config=config, model=r.name)
-            return cid
-        except StoreError as exc:
-            warn(f"This comparison was not saved: {exc}")
-            return None
+        exchange = Exchange(
+            "compare", title_of(prompt), f"{names[0]} vs {names[1]}",
+            meta={"diffusion": names[0], "baseline": names[1], "config": config.to_dict(),
+                  "schedule": "interleaved: one forward each in turn, one thread, per-model clocks"},
+            turns=[Turn("user", prompt)] + [Turn("assistant", r.result.text, generation=r.result, config=config,
+                                                 model=r.name) for r in racers])
+        return save(self.ctx, exchange, "This comparison")
+
+
+# -- layout -----------------------------------------------------------------------------------
+def build(ctx: AppContext) -> dict[str, Any]:
+    """The Compare tab, inside the caller's gr.Tab; returns the two model pickers."""
+    compare = CompareHandlers(ctx)
+    gr.Markdown(FAIRNESS_NOTE, elem_id="fairness")
+    with gr.Row():
+        diffusion = model_picker(ctx.registry.choices(("diffusion",)), ctx.default_model, "Diffusion model",
+                                 "compare-diffusion")
+        baseline = model_picker(ctx.registry.choices(("autoregressive",)), ctx.baseline_model, "AR baseline",
+                                "compare-baseline")
+    card_md, examples = card_examples("compare", card_for(ctx.default_model, ctx.registry.listing()))
+    prompt = gr.Textbox(label="Prompt for both models", lines=1, max_lines=8, elem_id="compare-prompt",
+                        placeholder="Enter races, Shift+Enter starts a new line")
+    with gr.Accordion("Generation settings", open=False):
+        controls = generation_controls("compare", DEFAULTS, ctx=ctx)
+    with gr.Row():
+        race_btn = gr.Button("Race", variant="primary", elem_id="race")
+        stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
+    with gr.Row():
+        panel_a = gr.HTML(EMPTY_PANEL, label="Diffusion", elem_id="compare-diffusion-panel")
+        panel_b = gr.HTML(EMPTY_PANEL, label="AR baseline", elem_id="compare-baseline-panel")
+    table = gr.HTML(elem_id="compare-table")
+    race = gr.Plot(label="Tokens decided over time")
+    status = gr.Markdown(elem_id="compare-status")
+    handler = with_settings(compare.run, "compare", list(controls))
+    inputs = [prompt, diffusion, baseline, *controls.values()]
+    outputs = [panel_a, panel_b, table, race, status]
+    race_btn.click(handler, inputs, outputs, api_name="compare", **GENERATE)
+    prompt.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
+    stop_btn.click(stopper(ctx.runs, "compare"), None, None, queue=False, api_visibility="private")
+    diffusion.change(lambda name: card_update(ctx, name), [diffusion], [card_md, examples],
+                     api_visibility="private", **QUIET)
+    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
+    return {"diffusion": diffusion, "baseline": baseline}

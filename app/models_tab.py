@@ -62,3 +62,27 @@ class ModelsHandlers:
         mask = f", mask id {backend.mask_id}" if backend.family == "diffusion" else ""
         return (f"Loaded **{Markup.escape(name)}**: {backend.family}{mask}, context {backend.max_length} tokens, "
                 f"on {backend.device}.")
+
+
+# -- layout -----------------------------------------------------------------------------------
+POLL_S = 3.0                # how often the page asks whether models/ changed
+
+
+def build(ctx: AppContext, pickers: list[gr.Dropdown]) -> None:
+    """The Models tab, inside the caller's gr.Tab; keeps the other tabs' `pickers` (chat, compare
+    diffusion, compare baseline, agent) up to date."""
+    models = ModelsHandlers(ctx)
+    gr.Markdown("Presets and every folder under `models/`. The folder is watched: a new or updated checkpoint (for "
+                "example one a training run writes) shows up here and in every model picker within seconds, and "
+                "the next run loads the new weights.")
+    with gr.Row():
+        load_name = gr.Textbox(label="Load a model now (name or path)", elem_id="load-name")
+        load_btn = gr.Button("Load")
+        rescan_btn = gr.Button("Rescan")
+    status = gr.Markdown()
+    table = gr.HTML(models.table(), elem_id="models-table")
+    version = gr.State(ctx.registry.version)
+    load_btn.click(models.try_load, [load_name], [status], api_name="models_load")
+    rescan_btn.click(models.rescan, None, [table, *pickers, version, status], api_name="models_rescan")
+    gr.Timer(POLL_S).tick(models.poll, [version], [table, *pickers, version, status], api_visibility="private",
+                          show_progress="hidden")

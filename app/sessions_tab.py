@@ -15,10 +15,11 @@ from markupsafe import Markup
 
 from sessions import StoreError
 
-from .chat import file_list, scrubber_for
-from .exports import export_answer, export_conversation
+from .chat import file_list, play_again, scrub_panel, scrubber_for
+from .exports import ConversationImportError, export_answer, export_conversation, import_conversation
 from .live import TraceView, markdown_safe
 from .messages import user_error
+from .settings import PACE_MS
 from .state import AppContext
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
@@ -42,6 +43,18 @@ def sessions_table(rows: list[dict[str, Any]], searched: bool) -> str:
         out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
     return str(Markup('<table class="dp-table dp-sessions"><tr>{}</tr>{}</table>').format(header, Markup("").join(out)))
+
+
+SESSION_COLUMNS = ["#", "kind", "title", "model", "updated", "turns"]
+
+
+def sessions_frame(rows: list[dict[str, Any]], searched: bool) -> dict[str, Any]:
+    """The list as a Dataframe value (plain text cells; a click on a row opens it)."""
+    head = [*SESSION_COLUMNS[:2], "match" if searched else "title", *SESSION_COLUMNS[3:]]
+    data = [[r["id"], r["kind"], " ".join(str(r.get("snippet") if searched else r["title"]).split()),
+             r.get("model") or "", str(r["updated_at"])[:19].replace("T", " "), r.get("turn_count", "")]
+            for r in rows]
+    return {"headers": head, "data": data or [["", "", "No match." if searched else "Nothing stored yet.", "", "", ""]]}
 
 
 def transcript_html(conversation: dict[str, Any]) -> str:
@@ -74,7 +87,7 @@ class SessionsHandlers:
     def refresh(self, kind: str, query: str) -> tuple:
         """(table, conversation picker, status) for the kind filter and the search words."""
         if self.ctx.store is None:
-            return f'<div class="dp-empty">{Markup.escape(self.ctx.store_problem)}</div>', gr.skip(), ""
+            return sessions_frame([], False), gr.skip(), markdown_safe(self.ctx.store_problem or "")
         kind = None if kind in (None, "", "all") else kind
         query = (query or "").strip()
         try:
@@ -84,7 +97,7 @@ class SessionsHandlers:
             raise user_error(str(exc)) from None
         choices = [(_label(r), str(r["id"])) for r in rows]
         status = f"{len(rows)} conversation(s)" + (f" matching “{markdown_safe(query)}”." if query else ".")
-        return sessions_table(rows, bool(query)), gr.Dropdown(choices=choices, value=None), status
+        return sessions_frame(rows, bool(query)), gr.Dropdown(choices=choices, value=None), status
 
     def open(self, choice: str | None) -> tuple:
         """(transcript, turn picker, conversation state, status) for the picked conversation."""
@@ -102,6 +115,20 @@ class SessionsHandlers:
         first = turns[0][1] if turns else None
         status = f"Opened #{conversation['id']}: {len(conversation['turns'])} turns, {len(turns)} with a trace."
         return transcript_html(conversation), gr.Dropdown(choices=turns, value=first), conversation, status
+
+    def open_row(self, evt: gr.SelectData) -> tuple:
+        """A click on a row of the list: (picker, transcript, turn picker, conversation state, status)."""
+        row = getattr(evt, "row_value", None) or []
+        if not row or row[0] in ("", None):
+            return (gr.skip(),) * 5
+        return (str(row[0]), *self.open(str(row[0])))
+
+    def ask_delete(self, choice: str | None) -> tuple:
+        """(confirmation row, its question): nothing is deleted until the person confirms."""
+        if not choice:
+            raise user_error("Pick the conversation to delete first.")
+        return gr.Row(visible=True), (f"Delete conversation #{markdown_safe(str(choice))} with all its turns and "
+                                      "traces? This cannot be undone.")
 
     def show_turn(self, conversation: dict[str, Any] | None, turn_choice: str | None) -> tuple:
         """(trace state, scrubber, panel, heatmap, commits) replaying one stored generation."""
@@ -143,3 +170,83 @@ class SessionsHandlers:
                                                   trace.model)
             files += answer_files
         return file_list(files), preview
+
+    def import_json(self, file: Any, kind: str, query: str) -> tuple:
+        """An exported conversation (JSON) stored again as a new conversation, then opened:
+        (list, picker, status, transcript, turn picker, conversation state)."""
+        if self.ctx.store is None:
+            raise user_error(f"Nothing can be imported without the session store: {self.ctx.store_problem}")
+        if not file:
+            raise user_error("Choose a conversation .json file exported from this app first.")
+        path = getattr(file, "name", None) or getattr(file, "path", None) or str(file)
+        try:
+            cid = import_conversation(self.ctx.store, path)
+        except (ConversationImportError, StoreError, ValueError) as exc:
+            raise user_error(str(exc)) from None
+        listing, picker, _ = self.refresh(kind, query)
+        transcript, turn, conversation, _ = self.open(str(cid))
+        status = f"Imported as conversation #{cid} ({len(conversation['turns'])} turns)."
+        return listing, gr.Dropdown(choices=picker.choices, value=str(cid)), status, transcript, turn, conversation
+
+
+# -- layout -----------------------------------------------------------------------------------
+def build(ctx: AppContext) -> dict[str, Any]:
+    """The Sessions tab, inside the caller's gr.Tab; returns the refresh event's pieces (the page
+    load lists the sessions once)."""
+    sessions = SessionsHandlers(ctx)
+    quiet = {"show_progress": "hidden"}
+    opened, replay_trace = gr.State(None), gr.State(None)
+    with gr.Row():
+        kind = gr.Radio(KIND_CHOICES, value="all", label="Show")
+        query = gr.Textbox(label="Search (full text)", elem_id="session-search")
+        refresh_btn = gr.Button("Search / refresh")
+    sessions_list = gr.Dataframe(headers=SESSION_COLUMNS, interactive=False, wrap=True, elem_id="sessions-list",
+                                 label="Stored conversations (click a row to open it)", max_height=320)
+    with gr.Row():
+        picker = gr.Dropdown([], label="Conversation", allow_custom_value=True, elem_id="session-picker", scale=4)
+        open_btn = gr.Button("Open")
+        delete_btn = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
+        export_btn = gr.Button("Export")
+        import_btn = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
+    with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
+        question = gr.Markdown(elem_id="delete-question")
+        confirm_btn = gr.Button("Yes, delete it", variant="stop", elem_id="delete-yes")
+        cancel_btn = gr.Button("Cancel", elem_id="delete-cancel")
+    status = gr.Markdown(elem_id="sessions-status")
+    with gr.Row():
+        with gr.Column(scale=4):
+            transcript = gr.HTML(elem_id="transcript")
+        with gr.Column(scale=5):
+            turn = gr.Dropdown([], label="Generation to replay", allow_custom_value=True)
+            with gr.Row(equal_height=True):
+                replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", scale=5)
+                replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
+                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=2,
+                                 info="0 = the replay's default pace.")
+            replay_panel = gr.HTML(elem_id="replay-panel")
+    with gr.Row():
+        replay_heatmap, replay_commits = gr.Plot(), gr.Plot()
+    files = gr.File(label="Exports", file_count="multiple", interactive=False, visible=False)
+    preview = gr.HTML()
+    listing = [sessions_list, picker, status]
+    refresh_btn.click(sessions.refresh, [kind, query], listing, api_name="sessions_list")
+    query.submit(sessions.refresh, [kind, query], listing, api_visibility="private")
+    kind.change(sessions.refresh, [kind, query], listing, api_visibility="private")
+    opening = [transcript, turn, opened, status]
+    open_btn.click(sessions.open, [picker], opening, api_name="sessions_open")
+    picker.input(sessions.open, [picker], opening, api_visibility="private")
+    sessions_list.select(sessions.open_row, None, [picker, *opening], api_visibility="private", **quiet)
+    turn.change(sessions.show_turn, [opened, turn], [replay_trace, replay_scrubber, replay_panel, replay_heatmap,
+                                                     replay_commits], api_name="sessions_turn")
+    replay_scrubber.input(scrub_panel, [replay_trace, replay_scrubber], [replay_panel], trigger_mode="always_last",
+                          api_name="sessions_scrub", **quiet)
+    delete_btn.click(sessions.ask_delete, [picker], [confirm_row, question], api_visibility="private", **quiet)
+    cancel_btn.click(lambda: gr.Row(visible=False), None, [confirm_row], api_visibility="private", **quiet)
+    confirm_btn.click(lambda c, k, q: (*sessions.delete(c, k, q), gr.Row(visible=False)), [picker, kind, query],
+                      [sessions_list, picker, status, transcript, opened, confirm_row], api_name="sessions_delete")
+    export_btn.click(sessions.export, [opened, replay_trace], [files, preview], api_name="sessions_export")
+    import_btn.upload(sessions.import_json, [import_btn, kind, query], [sessions_list, picker, status, *opening[:3]],
+                      api_name="sessions_import")
+    replay_btn.click(play_again, [replay_trace, pace], [replay_panel, replay_scrubber], api_visibility="private",
+                     **quiet)
+    return {"refresh": (sessions.refresh, [kind, query], listing)}

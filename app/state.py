@@ -22,6 +22,8 @@ from engine import catalog
 from engine.backends.base import BackendError
 from sessions import SessionStore, StoreError
 
+from .runs import RunBoard
+
 DEFAULT_MODEL, DEFAULT_BASELINE = "sprout-bd", "sprout-ar"
 BUSY_TIMEOUT_S = 60.0
 Loader = Callable[[str, str], Any]
@@ -194,6 +196,7 @@ class AppContext:
     store_problem: str | None = None                   # why there is no store, a sentence
     export_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dp-exports-")))
     watcher: ModelsWatcher | None = None
+    runs: RunBoard = field(default_factory=RunBoard)   # the running run of each (browser session, tab)
 
     @classmethod
     def create(cls, db_path: str | Path, model: str = DEFAULT_MODEL, baseline: str = DEFAULT_BASELINE,

@@ -75,8 +75,11 @@ def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
 
 
 def _default_system(backend: Any) -> str | None:
-    """The corpus has no system turn, so world-format models get none; others need the tool list."""
-    return None if backend is None or getattr(backend, "chat_format", None) == "world" else "full"
+    """The corpus has no system turn, so world-format models get none; a remote model gets the
+    tools as the API's `tools` (engine/backends/remote.py); others need the tool list."""
+    if backend is None or getattr(backend, "chat_format", None) == "world" or getattr(backend, "sends_tools", False):
+        return None
+    return "full"
 
 
 def _generate(backend: Any, messages: list[dict[str, str]], config: GenerationConfig,
@@ -100,6 +103,55 @@ def _execute(world: World, call: dict[str, Any]) -> Any:
         return call_tool(world, call["name"], call["arguments"])
     except Exception as error:  # noqa: BLE001 - a tool bug must not end the episode unrecorded
         return {"error": f"tool failed: {type(error).__name__}"}
+
+
+def act(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
+        max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, on_step: Callable[[Step], None] | None = None,
+        on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None
+        ) -> tuple[str | None, str]:
+    """Let the model call tools on `world` until it calls finish (or, with `text_answers`, replies
+    in plain text), at most `max_steps` replies. `messages` (the chat as the model reads it) grows
+    in place; each step goes to on_step. Returns (final answer or None, why it ended early or "").
+
+    A reply that does not parse is a step with a typed error; the model reads the error back and
+    tries again. With `text_answers` (chat), a reply with no call in it at all is the answer.
+    """
+    seen: set[str] = set()
+    for _ in range(max_steps):
+        t0 = time.perf_counter()
+        try:
+            text, result = _generate(backend, messages, config, on_frame, generate_fn)
+        except ConfigError as full:
+            # the transcript outgrew the model's context: out of budget (the grader says step_limit)
+            return None, str(full)
+        parsed = parse_call(text)
+        answer = None
+        if isinstance(parsed, ParseError):
+            if text_answers and parsed.kind == "no_call":
+                answer = _assistant_text(text)
+                step = Step(text, None, None, None, result, 0.0)
+            else:
+                step = Step(text, None, parsed.to_dict(), parsed.observation(), result, 0.0)
+            reply = _assistant_text(text)
+        else:
+            call, reply = parsed.to_dict(), parsed.render()
+            if parsed.name == FINISH:
+                answer = parsed.arguments["answer"]
+                step = Step(text, call, None, None, result, 0.0)
+            elif parsed.key() in seen:
+                step = Step(text, call, {"kind": "repeated_call", "message": "The same call was made before."},
+                            VETO, result, 0.0)
+            else:
+                seen.add(parsed.key())
+                step = Step(text, call, None, _execute(world, call), result, 0.0)
+        step.seconds = time.perf_counter() - t0
+        messages.append({"role": "assistant", "content": reply})
+        if on_step is not None:
+            on_step(step)
+        if answer is not None:
+            return answer, ""
+        messages.append({"role": "tool", "content": render_response(step.observation)})
+    return None, ""
 
 
 def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *, max_steps: int = DEFAULT_MAX_STEPS,
@@ -135,37 +187,9 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         verdict = grade_document(task, transcript.final_answer)
     else:
         world = world_for(task)
-        seen: set[str] = set()
-        for _ in range(max_steps):
-            t0 = time.perf_counter()
-            try:
-                text, result = _generate(backend, messages, config, on_frame, generate_fn)
-            except ConfigError as full:
-                # the transcript outgrew the model's context: the episode is out of budget,
-                # which the grader reports as step_limit (no finish came)
-                transcript.stopped = str(full)
-                break
-            parsed = parse_call(text)
-            if isinstance(parsed, ParseError):
-                step = Step(text, None, parsed.to_dict(), parsed.observation(), result, 0.0)
-                reply = _assistant_text(text)
-            else:
-                call, reply = parsed.to_dict(), parsed.render()
-                if parsed.name == FINISH:
-                    transcript.final_answer = parsed.arguments["answer"]
-                    step = Step(text, call, None, None, result, 0.0)
-                elif parsed.key() in seen:
-                    step = Step(text, call, {"kind": "repeated_call", "message": "The same call was made before."},
-                                VETO, result, 0.0)
-                else:
-                    seen.add(parsed.key())
-                    step = Step(text, call, None, _execute(world, call), result, 0.0)
-            step.seconds = time.perf_counter() - t0
-            messages.append({"role": "assistant", "content": reply})
-            record(step)
-            if transcript.final_answer is not None:
-                break
-            messages.append({"role": "tool", "content": render_response(step.observation)})
+        transcript.final_answer, transcript.stopped = act(
+            backend, world, messages, config, max_steps=max_steps, on_step=record, on_frame=on_frame,
+            generate_fn=generate_fn)
         transcript.seconds = time.perf_counter() - started
         verdict = grade(task, world, transcript.final_answer, transcript.steps)
     transcript.messages = messages

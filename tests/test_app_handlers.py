@@ -9,6 +9,8 @@ import time
 
 import gradio as gr
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from app.agent_tab import AgentHandlers
 from app.chat import CHAT_OUTPUTS, ChatHandlers, scrub_panel
@@ -19,12 +21,19 @@ from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
 from engine.world.format import render_call
-from engine.world.tasks import make_task
+from engine.world.tasks import load_heldout_tasks, make_task
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 
-SETTINGS = (64, 16, 8, "threshold", 0.9, 0.0, 0)        # gen_length, block, steps, sampler, threshold, temp, seed
+NAMES = ("gen_length", "block_size", "steps", "sampler", "threshold", "temperature", "seed")
+SETTINGS = (64, 16, 8, "threshold", 0.9, 0.0, 0)
+AGENT = (256, 32, 32, "threshold", 0.9)
+
+
+def named(values) -> dict:
+    """Control values as the tabs get them: one mapping, name -> value."""
+    return dict(zip(NAMES, values))
 OUT = {name: i for i, name in enumerate(CHAT_OUTPUTS)}
 
 
@@ -35,8 +44,14 @@ def ctx(tmp_path):
     context.close()
 
 
-def ask(chat: ChatHandlers, message: str, history=None, conversation_id=None, model="fake-bd", settings=SETTINGS):
-    return list(chat.submit(message, history or [], conversation_id, model, "", *settings))
+def ask(chat: ChatHandlers, message: str, history=None, conversation_id=None, model="fake-bd", settings=SETTINGS,
+        world=None, versions=None, random_seed=False):
+    return list(chat.submit(message, history or [], conversation_id, world, versions, model, "", random_seed,
+                            settings=named(settings)))
+
+
+def live_updates(updates) -> list:
+    return [u for u in updates if isinstance(u[OUT["panel"]], str) and 'data-mode="live"' in u[OUT["panel"]]]
 
 
 def said(error: pytest.ExceptionInfo) -> str:
@@ -64,23 +79,25 @@ def test_chat_streams_several_updates_then_the_finished_answer(ctx):
     chat = ChatHandlers(ctx, updates_per_second=1e9)      # every frame becomes an update
     updates = ask(chat, "Say hi")
     final = updates[-1]
-    assert len(updates) > 2
-    assert 'data-mode="live"' in updates[0][OUT["panel"]] and "dp-mask" in updates[0][OUT["panel"]]
-    assert 'data-mode="done"' in final[OUT["panel"]] and "dp-mask" not in final[OUT["panel"]]
+    live = live_updates(updates)
+    assert len(live) > 2
+    assert "dp-cell dp-mask" in live[0][OUT["panel"]]
+    assert 'data-mode="done"' in final[OUT["panel"]] and "dp-cell dp-mask" not in final[OUT["panel"]]
     view = final[OUT["trace"]]
-    assert len(updates) == len(view.frames) + 1 and view.result.text.startswith("Hi! ")
+    assert len(live) == len(view.frames) and view.result.text.startswith("Hi! ")
     # the hostile token is one escaped cell in the grid and escaped text in the chat
     assert XSS not in final[OUT["panel"]] and "&lt;img src=x onerror=alert(1)&gt;" in final[OUT["panel"]]
     assert final[OUT["chatbot"]][-1]["content"] == markdown_safe(view.result.text)
     assert XSS not in final[OUT["chatbot"]][-1]["content"]
     history = final[OUT["history"]]
-    assert history == [{"role": "user", "content": "Say hi"}, {"role": "assistant", "content": view.result.text}]
+    assert history == [{"role": "user", "content": "Say hi"},
+                       {"role": "assistant", "content": view.result.text, "shown": view.result.text}]
     assert "saved as conversation" in final[OUT["status"]]
 
 
 def test_default_rate_still_sends_a_live_update_and_the_final_one(ctx):
     updates = ask(ChatHandlers(ctx), "Say hi")
-    assert len(updates) >= 2 and 'data-mode="live"' in updates[0][OUT["panel"]]
+    assert len(live_updates(updates)) >= 1 and 'data-mode="done"' in updates[-1][OUT["panel"]]
 
 
 @pytest.mark.parametrize("settings, words", [
@@ -114,7 +131,7 @@ def test_broken_model_is_a_sentence_and_the_message_is_escaped(tmp_path):
     context = AppContext.create(tmp_path / "s.db", preloaded={}, watch=False, loader=loader)
     with pytest.raises(gr.Error) as error:
         ask(ChatHandlers(context), "hi", model="broken")
-    assert "could not be loaded" in said(error) and "&lt;b&gt;" in error.value.message
+    assert "could not be loaded" in said(error) and "corrupt <b>" in said(error)   # plain text; toasts escape it
 
 
 def test_prompt_longer_than_the_context_is_a_sentence(tmp_path):
@@ -123,18 +140,39 @@ def test_prompt_longer_than_the_context_is_a_sentence(tmp_path):
         ask(ChatHandlers(context), "x" * 200)
 
 
-def test_stop_keeps_the_partial_answer_as_a_cancelled_turn_and_frees_the_model(ctx):
+def test_stop_keeps_the_partial_answer_as_a_stopped_turn_and_frees_the_model(ctx):
     chat = ChatHandlers(ctx, updates_per_second=1e9)
-    stream = chat.submit("Say hi", [], None, "fake-bd", "", *SETTINGS)
-    first = next(stream)
-    second = next(stream)
-    stream.close()                                        # what Gradio does on Stop
-    conversation = ctx.store.get_conversation(first[OUT["conversation_id"]])
+    long = (512, 8, 8, "low_confidence", 0.9, 0.0, 0)     # one token per forward
+    ctx.registry.get("fake-bd").target = "abc " * 120
+    stream = chat.submit("Say hi", [], None, None, None, "fake-bd", "", False, settings=named(long), key=("s", "chat"))
+    updates = [next(stream) for _ in range(4)]
+    assert 'data-mode="live"' in updates[-1][OUT["panel"]]
+    assert ctx.runs.stop(("s", "chat"))                   # what the Stop button does
+    final = list(stream)[-1]
+    assert 'data-mode="stopped"' in final[OUT["panel"]] and final[OUT["status"]].startswith("Stopped.")
+    conversation = ctx.store.get_conversation(final[OUT["conversation_id"]])
     answer = conversation["turns"][-1]
-    assert answer["generation"].stats.stop_reason == "cancelled" and len(answer["generation"].frames) == 2
-    panel, scrubber, _heatmap, _commits, status = chat.stopped(second[OUT["trace"]])
-    assert 'data-mode="stopped"' in panel and scrubber.maximum == 2 and "Stopped after 2 forwards" in status
+    assert answer["generation"].stats.stop_reason == "cancelled" and 3 <= len(answer["generation"].frames) < 100
+    assert not ctx.runs.running(("s", "chat")) and not ctx.runs.stop(("s", "chat"))   # idle: Stop does nothing
+    ctx.registry.get("fake-bd").target = "ok"
     assert ask(chat, "again", conversation_id=conversation["id"])[-1][OUT["trace"]].result.stats.stop_reason == "eos"
+
+
+def test_a_closed_stream_saves_what_was_decided(ctx):
+    chat = ChatHandlers(ctx, updates_per_second=1e9)
+    stream = chat.submit("Say hi", [], None, None, None, "fake-bd", "", False, settings=named(SETTINGS))
+    next(stream), next(stream), next(stream)
+    stream.close()                                        # what Gradio does on a client's cancel / New chat
+    turns = ctx.store.get_conversation(ctx.store.list_conversations()[0]["id"])["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant"]
+    assert turns[1]["generation"].stats.stop_reason == "cancelled"
+
+
+def test_a_run_that_fails_before_its_first_forward_writes_nothing(tmp_path):
+    context = fake_context(tmp_path, backends={"fake-bd": FakeDiffusionBackend("ok", max_length=100)})
+    with pytest.raises(gr.Error):
+        ask(ChatHandlers(context), "x" * 200)
+    assert context.store.list_conversations() == []
 
 
 def test_a_stored_turn_replays_the_same_frames(ctx):
@@ -150,19 +188,29 @@ def test_a_stored_turn_replays_the_same_frames(ctx):
         assert grid_of(scrub_panel(view, n)) == grid_of(live.panel(upto=n - 1))
 
 
-def test_regenerate_and_edit_keep_every_stored_turn(ctx):
+def test_regenerate_keeps_versions_and_edit_keeps_every_stored_turn(ctx):
     chat = ChatHandlers(ctx)
     final = ask(chat, "Say hi")[-1]
     history, cid = final[OUT["history"]], final[OUT["conversation_id"]]
-    again = list(chat.regenerate(history, cid, "fake-bd", "", *SETTINGS))[-1]
-    assert len(again[OUT["history"]]) == 2
-    text, kept, shown = chat.edit_last(again[OUT["history"]])
+    state = (cid, final[OUT["world"]], final[OUT["versions"]], "fake-bd", "", False)
+    warm = named((64, 16, 8, "threshold", 0.9, 0.7, 0))
+    again = list(chat.regenerate(history, *state, settings=warm))[-1]
+    versions = again[OUT["versions"]]
+    seeds = [item["seed"] for item in versions["items"]]
+    assert len(again[OUT["history"]]) == 2 and len(versions["items"]) == 2 and versions["at"] == 1
+    assert seeds[0] is None and seeds[1] is not None and f"seed {seeds[1]}" in again[OUT["status"]]
+    third = list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], versions, "fake-bd", "", False,
+                                 settings=warm))[-1]
+    assert third[OUT["versions"]]["items"][2]["seed"] != seeds[1]          # a new seed each time
+    shown, back, _world, older, label = chat.show_version(third[OUT["history"]], third[OUT["versions"]], -2)
+    assert older["at"] == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
+    text, kept, shown, _world, _versions, _label = chat.edit_last(back, _world, older)
     assert text == "Say hi" and kept == [] and shown == []
     ask(chat, "Say hi, edited", kept, cid)
     roles = [t["role"] for t in ctx.store.get_conversation(cid)["turns"]]
-    assert roles == ["user", "assistant"] * 3
+    assert roles == ["user", "assistant"] * 4
     with pytest.raises(gr.Error, match="no answer to regenerate"):
-        list(chat.regenerate([], None, "fake-bd", "", *SETTINGS))
+        list(chat.regenerate([], None, None, None, "fake-bd", "", False, settings=named(SETTINGS)))
 
 
 def test_unwritable_database_is_a_notice_and_chat_still_answers(tmp_path):
@@ -207,10 +255,12 @@ def test_exports_write_replay_latex_and_the_answer_code(ctx, tmp_path):
 
 
 def test_compare_races_both_models_interleaved_and_stores_the_pair(ctx):
-    updates = list(CompareHandlers(ctx, updates_per_second=1e9).run("Say hi", "fake-bd", "fake-ar", *SETTINGS))
+    updates = list(CompareHandlers(ctx, updates_per_second=1e9).run("Say hi", "fake-bd", "fake-ar",
+                                                                    settings=named(SETTINGS)))
     panel_a, panel_b, table, race, status = updates[-1]
     assert len(updates) > 2 and 'data-mode="done"' in panel_a and 'data-mode="done"' in panel_b
-    assert "time (own)" in table and race is not None and "Stored as comparison" in status
+    assert "<th>model time</th>" in table and "<th>answer tokens</th>" in table    # engine/metrics.py labels
+    assert race is not None and "Stored as comparison" in status
     conversation = ctx.store.list_conversations(kind="compare")[0]
     turns = ctx.store.get_conversation(conversation["id"])["turns"]
     assert [t["model"] for t in turns] == [None, "fake-bd", "fake-ar"]
@@ -219,7 +269,7 @@ def test_compare_races_both_models_interleaved_and_stores_the_pair(ctx):
         stats, frames = turn["generation"].stats, turn["generation"].frames
         assert frames[-1].elapsed_s == pytest.approx(stats.seconds, abs=0.05)
     with pytest.raises(gr.Error, match="two different models"):
-        list(CompareHandlers(ctx).run("hi", "fake-bd", "fake-bd", *SETTINGS))
+        list(CompareHandlers(ctx).run("hi", "fake-bd", "fake-bd", settings=named(SETTINGS)))
 
 
 def test_agent_runs_benchmark_document_and_typed_tasks_live_and_stores_them(tmp_path):
@@ -230,21 +280,22 @@ def test_agent_runs_benchmark_document_and_typed_tasks_live_and_stores_them(tmp_
     context = fake_context(tmp_path, backends={"fake-bd": backend, "fake-typed": typed, "fake-doc": writer})
     agent = AgentHandlers(context, updates_per_second=1e9)
     agent.tasks.update({task["id"]: task, document["id"]: document})
-    updates = list(agent.run(task["id"], "", "fake-bd", 8, 256, 32, 32, "threshold", 0.9))
+    updates = list(agent.run(task["id"], "", "fake-bd", 8, settings=named(AGENT)))
     panel, steps, world, verdict, preview, files, status = updates[-1]
     assert any('data-mode="live"' in u[0] for u in updates if isinstance(u[0], str))
     assert "Success" in verdict and "sum_amounts" in steps and "cart" in world
     stored = context.store.get_conversation(context.store.list_conversations(kind="agent")[0]["id"])
     assert stored["meta"]["success"] is True and stored["meta"]["task_id"] == task["id"]
     assert [c["name"] for t in stored["turns"] for c in t["tool_calls"]] == ["sum_amounts", "finish"]
-    _, _, world, verdict, preview, files, _ = list(agent.run(document["id"], "", "fake-doc", 1, 256, 32, 32,
-                                                             "threshold", 0.9))[-1]
+    _, steps, world, verdict, preview, files, _ = list(agent.run(document["id"], "", "fake-doc", 1,
+                                                                 settings=named(AGENT)))[-1]
     assert "Success" in verdict and preview.startswith('<iframe sandbox=""') and "note" in world
+    assert "text answer: an HTML page" in steps and "error: ?" not in steps        # the document step's result
     assert [os.path.basename(f) for f in files["value"]][-1].endswith("-answer.html")
-    verdict = list(agent.run("", "Please show my cart.", "fake-typed", 1, 256, 32, 32, "threshold", 0.9))[-1][3]
+    verdict = list(agent.run("", "Please show my cart.", "fake-typed", 1, settings=named(AGENT)))[-1][3]
     assert "Your cart is empty." in verdict and "no grader" in verdict
     with pytest.raises(gr.Error, match="instruction is empty"):
-        list(agent.run("", "  ", "fake-bd", 8, 256, 32, 32, "threshold", 0.9))
+        list(agent.run("", "  ", "fake-bd", 8, settings=named(AGENT)))
 
 
 def test_sessions_list_search_export_and_delete(ctx):
@@ -252,7 +303,8 @@ def test_sessions_list_search_export_and_delete(ctx):
     cid = ask(chat, "Tell me about <script>zebras</script>")[-1][OUT["conversation_id"]]
     ask(chat, "Something else")
     table, picker, status = sessions.refresh("all", "")
-    assert "2 conversation(s)" in status and "<script>" not in table and "&lt;script&gt;" in table
+    assert "2 conversation(s)" in status and ["Something else", "Tell me about <script>zebras</script>"] == sorted(
+        row[2] for row in table["data"])                              # plain text cells: the Dataframe shows text
     table, picker, status = sessions.refresh("chat", "zebras")
     assert [value for _, value in picker.choices] == [str(cid)]
     _, turns, conversation, _ = sessions.open(str(cid))
@@ -288,17 +340,76 @@ def test_a_new_checkpoint_folder_appears_without_a_restart(tmp_path, monkeypatch
         folder = models / "sprout-new"
         folder.mkdir()
         (folder / "config.json").write_text('{"model_type": "sprout", "causal": false}')
-        (folder / "model.safetensors").write_bytes(b"v1")
+        save_file({"w": torch.zeros(1)}, str(folder / "model.safetensors"))
         wait_for_change(seen)
         table, chat_picker, *_ = handlers.poll(seen)
         assert "sprout-new" in table and "sprout-new" in [v for _, v in chat_picker.choices]
         assert all(update == gr.skip() for update in handlers.poll(context.registry.version))  # nothing new
         context.registry.get("sprout-new")
         seen = context.registry.version
-        (folder / "model.safetensors.tmp").write_bytes(b"v2")        # a training run's atomic save
+        save_file({"w": torch.ones(1)}, str(folder / "model.safetensors.tmp"))   # a training run's atomic save
         os.replace(folder / "model.safetensors.tmp", folder / "model.safetensors")
         wait_for_change(seen)
         context.registry.get("sprout-new")
         assert loads == ["sprout-new", "sprout-new"]                 # the new weights load on next use
     finally:
         context.close()
+
+
+def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp_path):
+    task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
+    backend = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
+    context = fake_context(tmp_path, backends={"fake-bd": backend})
+    chat = ChatHandlers(context, updates_per_second=1e9)
+    final = ask(chat, task["instruction"], settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
+    shown = final[OUT["chatbot"]]
+    cards = [m for m in shown if m.get("metadata")]
+    assert [m["metadata"]["title"].split("(")[0] for m in cards] == ["🛠 search_products", "🛠 add_to_cart"]
+    assert "response:" in cards[0]["content"] and all("tool_call" not in m["content"] for m in shown)
+    answer = shown[-1]
+    assert "metadata" not in answer and answer["content"] and "<" not in answer["content"]
+    world = final[OUT["world"]]
+    assert len(world.cart) == 1                           # the call ran on the conversation's world
+    conversation = context.store.get_conversation(final[OUT["conversation_id"]])
+    assert conversation["meta"]["world"]["task_id"] == task["id"]
+    assert [t["role"] for t in conversation["turns"]] == ["user", "assistant", "tool", "assistant", "tool",
+                                                          "assistant"]
+    assert [c["name"] for t in conversation["turns"] for c in t["tool_calls"]] == [
+        "search_products", "add_to_cart", "finish"]
+    # the world persists into the next turn, and the model reads the whole conversation
+    backend.target = render_call("finish", {"answer": "Done."})
+    again = ask(chat, "view my cart", final[OUT["history"]], final[OUT["conversation_id"]], world=world,
+                versions=final[OUT["versions"]])[-1]
+    assert again[OUT["world"]] is world and len(world.cart) == 1 and again[OUT["chatbot"]][-1]["content"] == "Done."
+    assert backend.tokenizer.decode(backend.prompts[-1]).count("<tool_call>") >= 3
+
+
+def test_a_malformed_call_is_a_parse_error_card_not_an_answer(ctx):
+    backend = ctx.registry.get("fake-bd")
+    replies = iter(['<tool_call>{"name": "view_cart", "arguments": </tool_call>', "Your cart is empty."])
+    backend.target = lambda prompt: next(replies)
+    final = ask(ChatHandlers(ctx), "Show my cart")[-1]
+    card, answer = final[OUT["chatbot"]][-2:]
+    assert card["metadata"]["title"] == "⚠ Parse error: malformed_json" and "not valid JSON" in card["content"]
+    assert answer["content"] == "Your cart is empty." and "metadata" not in answer
+
+
+def test_new_chat_starts_a_new_conversation_world_and_context(ctx):
+    chat = ChatHandlers(ctx)
+    first = ask(chat, "Say hi")[-1]
+    reset = dict(zip(CHAT_OUTPUTS, chat.new_chat()))
+    assert reset["history"] == [] and reset["conversation_id"] is None and reset["world"] is None
+    second = ask(chat, "Say hi again", reset["history"], reset["conversation_id"])[-1]
+    assert second[OUT["conversation_id"]] != first[OUT["conversation_id"]]
+    assert "Say hi\n" not in ctx.registry.get("fake-bd").tokenizer.decode(ctx.registry.get("fake-bd").prompts[-1])
+
+
+def test_every_tab_offers_the_models_card_and_examples():
+    from app.cards import card_for
+
+    bundled = card_for("sprout-bd")
+    heldout = {t["instruction"] for t in load_heldout_tasks()}
+    assert 4 <= len(bundled.prompts) <= 6 and set(bundled.prompts) <= heldout
+    assert bundled.trained_on and bundled.can and bundled.cannot
+    preset = card_for("LLaDA-8B-Instruct")
+    assert "LLaDA" in preset.summary and 4 <= len(preset.prompts) <= 6 and not set(preset.prompts) & heldout

@@ -1,0 +1,213 @@
+"""The one run path of every tab: config -> the model computes in a worker thread -> frames are
+shown at the chosen pace -> Stop -> the exchange is saved in one transaction.
+
+The worker runs at full speed and puts frames on a queue; the tab's handler (a generator) reads
+them through `Run.events()`, which hands each frame over with `show` telling whether to draw it
+now: at most `updates_per_second` when the pace is 0, else one frame every `pace_ms`. So the pace
+changes what a person sees, never what the model's clock measures.
+
+Stop is cooperative: the Stop button sets the run's flag (`RunBoard.stop`), the worker raises
+`Stopped` at its next forward, and the handler, still running, draws the stopped state and saves
+what was decided. Nothing is left showing "live" after Stop. When Gradio closes the handler
+instead (a client's cancel, New chat), `Run.close` stops the worker and the tab saves the same way.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.trace import Frame, GenerationConfig, Result
+from sessions import StoreError
+
+from .messages import warn
+from .throttle import Throttle
+
+JOIN_S = 2.0                 # how long closing a run waits for its worker to leave the model
+
+
+class Stopped(Exception):
+    """Raised inside the worker at its next forward once the person pressed Stop."""
+
+
+class RunBoard:
+    """The running runs, one per (browser session, tab): what the Stop buttons reach."""
+
+    def __init__(self) -> None:
+        self._flags: dict[tuple, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def begin(self, key: tuple) -> threading.Event:
+        flag = threading.Event()
+        with self._lock:
+            self._flags[key] = flag
+        return flag
+
+    def end(self, key: tuple, flag: threading.Event) -> None:
+        with self._lock:
+            if self._flags.get(key) is flag:
+                del self._flags[key]
+
+    def stop(self, key: tuple) -> bool:
+        """Ask the run of `key` to stop; False (and nothing happens) when none is running."""
+        with self._lock:
+            flag = self._flags.get(key)
+        if flag is None:
+            return False
+        flag.set()
+        return True
+
+    def running(self, key: tuple) -> bool:
+        with self._lock:
+            return key in self._flags
+
+
+def run_key(request: Any, tab: str) -> tuple:
+    """Which run a Stop button means: this browser session's run in this tab."""
+    return getattr(request, "session_hash", None), tab
+
+
+@dataclass
+class Event:
+    kind: str                # "frame", "step", "done", "stopped"
+    value: Any = None
+    lane: int = 0            # which generation a frame belongs to (Compare has two)
+    show: bool = True        # frames: draw now (pace and throttle allowing)
+
+
+class Run:
+    """One run of a tab. The worker calls `frame()` per forward and `put()` for anything else;
+    the handler iterates `events()`."""
+
+    def __init__(self, board: RunBoard, key: tuple, pace_ms: float = 0.0, updates_per_second: float = 20.0) -> None:
+        self.board, self.key = board, key
+        self.flag = board.begin(key)
+        self.pace_s = max(0.0, float(pace_ms or 0)) / 1000.0
+        self.updates_per_second = updates_per_second
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._finished = False                   # the handler has read "done" or "stopped"
+        self.started = time.perf_counter()
+
+    @property
+    def stop_requested(self) -> bool:
+        """Stop was pressed (or the handler was closed) before the run's events ended."""
+        return self.flag.is_set()
+
+    # -- the worker's side ------------------------------------------------------------------
+    def frame(self, frame: Frame, lane: int = 0) -> None:
+        if self.flag.is_set():
+            raise Stopped
+        self._queue.put(Event("frame", frame, lane))
+
+    def put(self, kind: str, value: Any = None) -> None:
+        self._queue.put(Event(kind, value))
+
+    def start(self, work: Callable[[Run], Any], name: str = "run") -> None:
+        """Run `work(self)` in a worker thread; its return value ends the events as "done"."""
+
+        def body() -> None:
+            try:
+                self.put("done", work(self))
+            except Stopped:
+                self.put("stopped")
+            except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread and raised there
+                self.put("error", exc)
+
+        self._thread = threading.Thread(target=body, name=name, daemon=True)
+        self._thread.start()
+
+    # -- the handler's side -----------------------------------------------------------------
+    def events(self) -> Iterator[Event]:
+        """Every event in order, frames marked `show` at the pace; ends after "done" or "stopped".
+        A worker's exception is raised here."""
+        throttle = Throttle(self.updates_per_second)
+        next_show = time.monotonic()
+        while True:
+            event = self._queue.get()
+            if event.kind == "error":
+                raise event.value
+            if event.kind == "frame":
+                if self.flag.is_set():
+                    event.show = False               # catching up after Stop: draw only the end
+                elif self.pace_s > 0:
+                    wait = next_show - time.monotonic()
+                    if wait > 0:
+                        self.flag.wait(wait)         # Stop cuts the wait short
+                    next_show = time.monotonic() + self.pace_s
+                    event.show = not self.flag.is_set()
+                else:
+                    event.show = throttle.ready()
+            if event.kind in ("done", "stopped"):
+                self._finished = True
+            yield event
+            if self._finished:
+                return
+
+    def close(self) -> list[Event]:
+        """Stop the worker (if still going), wait for it to leave the model, free the Stop button;
+        returns the events it left unread (frames decided before it stopped)."""
+        if not self._finished:
+            self.flag.set()
+        if self._thread is not None:
+            self._thread.join(timeout=JOIN_S)
+        self.board.end(self.key, self.flag)
+        left = []
+        while True:
+            try:
+                event = self._queue.get_nowait()
+            except queue.Empty:
+                return left
+            if event.kind == "frame":
+                left.append(event)
+
+
+# -- saving -----------------------------------------------------------------------------------
+@dataclass
+class Turn:
+    """One stored turn: who said it, the text, and its generation and tool calls if any."""
+
+    role: str
+    content: str
+    generation: Result | None = None
+    config: GenerationConfig | None = None
+    model: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Exchange:
+    """What one run adds to the store: a new conversation (conversation_id None: kind, title,
+    model and meta say what it is) or turns appended to an existing one."""
+
+    kind: str
+    title: str
+    model: str
+    turns: list[Turn] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    conversation_id: int | None = None
+
+
+def save(ctx: Any, exchange: Exchange, what: str = "This answer") -> int | None:
+    """Store the exchange in one transaction; its conversation id, or None (and a warning toast)
+    when there is no store or the write failed. An exchange with no turns writes nothing."""
+    store = ctx.store
+    if not exchange.turns:
+        return exchange.conversation_id
+    if store is None:
+        warn(f"{what} was not saved: {ctx.store_problem}")
+        return None
+    try:
+        return store.save_exchange(exchange.conversation_id, exchange.turns, kind=exchange.kind, title=exchange.title,
+                                   model=exchange.model, meta=exchange.meta)
+    except StoreError as exc:
+        warn(f"{what} was not saved: {exc}")
+        return None
+
+
+def title_of(text: str, limit: int = 80) -> str:
+    return " ".join(text.split())[:limit]

@@ -1,0 +1,106 @@
+"""Components more than one tab builds: the model picker, the generation controls (one named
+mapping, name -> component), and the adapter that hands a handler those controls' values as
+one mapping plus the Stop key of the browser session."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gradio as gr
+
+from .cards import Card, card_for, card_markdown
+from .runs import run_key
+from .settings import RANGES, SAMPLER_CHOICES
+
+GENERATE = {"concurrency_id": "generate", "concurrency_limit": 1, "show_progress": "hidden"}
+QUIET = {"show_progress": "hidden"}
+
+
+def model_picker(choices: list[tuple[str, str]], value: str, label: str, elem_id: str) -> gr.Dropdown:
+    return gr.Dropdown(choices=choices, value=value, label=label, allow_custom_value=True, elem_id=elem_id,
+                       info="A preset, a folder under models/, or a path.")
+
+
+def _slider(name: str, label: str, value: Any, **kw: Any) -> gr.Slider:
+    low, high, step = RANGES[name]
+    return gr.Slider(low, high, value=value, step=step, label=label, **kw)
+
+
+def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling: bool = True, ctx: Any = None
+                        ) -> dict[str, gr.Component]:
+    """name -> component for gen_length, block_size, steps, sampler, threshold (+ temperature, seed
+    when with_sampling); elem_ids are `{prefix}-gen-length` and so on."""
+    try:                                 # the fuller set (every sampler's parameter, top-p/k) when present
+        from .controls import generation_controls as fuller
+    except ImportError:
+        fuller = None
+    if fuller is not None:
+        return dict(fuller(prefix, defaults, with_sampling=with_sampling, ctx=ctx))
+    controls: dict[str, gr.Component] = {}
+    with gr.Row():
+        controls["gen_length"] = _slider("gen_length", "Generation length (tokens)", defaults["gen_length"],
+                                         elem_id=f"{prefix}-gen-length")
+        controls["block_size"] = _slider("block_size", "Block size", defaults["block_size"],
+                                         elem_id=f"{prefix}-block-size")
+        controls["steps"] = _slider("steps", "Steps per block", defaults["steps"], elem_id=f"{prefix}-steps")
+    with gr.Row():
+        controls["sampler"] = gr.Dropdown(SAMPLER_CHOICES, value=defaults["sampler"], label="Sampler",
+                                          elem_id=f"{prefix}-sampler")
+        controls["threshold"] = _slider("threshold", "Threshold (threshold samplers)", defaults["threshold"],
+                                        elem_id=f"{prefix}-threshold")
+        if with_sampling:
+            controls["temperature"] = _slider("temperature", "Temperature (0 = greedy)", defaults["temperature"],
+                                              elem_id=f"{prefix}-temperature")
+            controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", elem_id=f"{prefix}-seed")
+    return controls
+
+
+def with_settings(fn: Callable[..., Any], tab: str, names: list[str]) -> Callable[..., Any]:
+    """A Gradio handler for `fn(*inputs, settings=..., key=...)`: the event's inputs are the fixed
+    ones, then the controls' values in `names` order; `settings` maps name -> value and `key` is
+    what this tab's Stop button reaches. The result is a generator function when fn is one
+    (Gradio streams only those)."""
+    count = len(names)
+
+    def split(request: gr.Request, values: tuple) -> tuple[tuple, dict[str, Any], tuple]:
+        fixed, tail = values[: len(values) - count], values[len(values) - count:]
+        return fixed, dict(zip(names, tail)), run_key(request, tab)
+
+    if inspect.isgeneratorfunction(fn):
+        def streaming(request: gr.Request, *values: Any):
+            fixed, settings, key = split(request, values)
+            yield from fn(*fixed, settings=settings, key=key)
+        handler = streaming
+    else:
+        def plain(request: gr.Request, *values: Any):
+            fixed, settings, key = split(request, values)
+            return fn(*fixed, settings=settings, key=key)
+        handler = plain
+    handler.__name__ = getattr(fn, "__name__", "handler")
+    return handler
+
+
+def stopper(board: Any, tab: str) -> Callable[..., None]:
+    """The Stop button's handler: ask this session's run in `tab` to stop; nothing when idle."""
+
+    def stop(request: gr.Request) -> None:
+        board.stop(run_key(request, tab))
+
+    return stop
+
+
+def card_examples(prefix: str, card: Card) -> tuple[gr.Markdown, gr.Dataset]:
+    """The model's capability card and its example prompts (click one to use it), above an input."""
+    markdown = gr.Markdown(card_markdown(card), elem_id=f"{prefix}-card", elem_classes=["dp-card"])
+    examples = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[p] for p in card.prompts],
+                          label="Examples this model handles (click one)", elem_id=f"{prefix}-examples",
+                          samples_per_page=6)
+    return markdown, examples
+
+
+def card_update(ctx: Any, name: str) -> tuple[str, Any]:
+    """The card and examples of the model just picked."""
+    card = card_for(name, ctx.registry.listing())
+    return card_markdown(card), gr.Dataset(samples=[[p] for p in card.prompts])
