@@ -10,6 +10,14 @@ user -> (assistant call -> tool response)* -> assistant finish; document tasks a
 user -> assistant document (plain text). Intents come in balanced shuffled rounds. With
 --detour-share, that share of the transcripts that can take one carry a detour
 (training/detours.py): a wrong call, the shop's error, then the right call.
+
+--phrasing picks the wording (engine/world/grammar.py): `template` (the default; the corpus the
+shipped twins trained on) or `train`, the instruction grammar's training phrasings (the old
+templates are one family of them), which also brings in two-goal and outside-the-world
+transcripts. Held-out wordings (`heldout`, `words`) may only be written for the held-out split,
+as validation corpora:
+
+    python -m training.corpus --split train --phrasing train --n 120000 --seed 0 --out data/corpus-train-v5.jsonl
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.world.format import render_call, render_chat, render_response, system_prompt
+from engine.world.grammar import PHRASINGS
 from engine.world.oracle import Call
-from engine.world.tasks import ALL_INTENTS, build_task, task_seeds
+from engine.world.tasks import ALL_INTENTS, DOC_INTENTS, PHRASING_INTENTS, build_task, task_seeds
 from training.detours import DETOUR_SHARE, detour
 
 
@@ -42,12 +51,26 @@ def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], fin
     return messages
 
 
+def default_intents(phrasing: str = "template") -> list[str]:
+    """Every intent a corpus of this phrasing covers: the grammar adds two-goal and
+    outside-the-world requests."""
+    return list(ALL_INTENTS if phrasing == "template" else PHRASING_INTENTS + DOC_INTENTS)
+
+
+def check_phrasing(split: str, phrasing: str) -> None:
+    if phrasing not in PHRASINGS:
+        raise ValueError(f"Unknown phrasing {phrasing!r}; choose one of {', '.join(PHRASINGS)}.")
+    if split == "train" and phrasing in ("heldout", "words"):
+        raise ValueError(f"The {phrasing} wording is held out: it may not go into a training corpus.")
+
+
 def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None, system: str | None = None,
-                 detour_share: float = DETOUR_SHARE):
+                 detour_share: float = DETOUR_SHARE, phrasing: str = "template"):
     """Yield the corpus records one by one."""
+    check_phrasing(split, phrasing)
     prompt = system_prompt(system)
-    for intent, task_seed in task_seeds(split, n, seed, intents or list(ALL_INTENTS)):
-        task, steps, final = build_task(intent, split, task_seed)
+    for intent, task_seed in task_seeds(split, n, seed, intents or default_intents(phrasing)):
+        task, steps, final = build_task(intent, split, task_seed, phrasing)
         rng = random.Random(f"detour:{task['id']}")
         wrong = None
         if rng.random() < detour_share:
@@ -66,16 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20000, help="number of transcripts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="output .jsonl path")
-    parser.add_argument("--intents", default="", help=f"comma-separated subset of: {', '.join(ALL_INTENTS)}")
+    parser.add_argument("--intents", default="",
+                        help=f"comma-separated subset of: {', '.join(default_intents('train'))}")
+    parser.add_argument("--phrasing", choices=PHRASINGS, default="template",
+                        help="template (default), or the grammar's train wording (heldout, words: held-out split only)")
     parser.add_argument("--system", choices=("none", "compact", "full"), default="none",
                         help="system turn to put in every transcript (default none)")
     parser.add_argument("--detour-share", type=float, default=DETOUR_SHARE,
                         help=f"share of the search-and-add transcripts given a detour (default {DETOUR_SHARE})")
     args = parser.parse_args(argv)
     intents = [i.strip() for i in args.intents.split(",") if i.strip()] or None
-    unknown = sorted(set(intents or []) - set(ALL_INTENTS))
+    known = default_intents(args.phrasing)
+    unknown = sorted(set(intents or []) - set(known))
     if unknown:
-        parser.error(f"unknown intent(s) {', '.join(unknown)}; choose from {', '.join(ALL_INTENTS)}")
+        parser.error(f"unknown intent(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    try:
+        check_phrasing(args.split, args.phrasing)
+    except ValueError as error:
+        parser.error(str(error))
     if args.n < 1:
         parser.error("--n must be at least 1")
     if not 0.0 <= args.detour_share <= 1.0:
@@ -86,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as f:
         system = None if args.system == "none" else args.system
-        for record in corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share):
+        for record in corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing):
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             lengths.append(len(record["text"]))
     tmp.replace(out)

@@ -14,6 +14,8 @@ import hashlib
 import random
 from functools import cache
 
+from engine.world.phrasebook import BOOKS, CITIES, COUNTRIES
+
 SPLITS = ("train", "heldout")
 HELDOUT_ONE_IN = 5
 
@@ -86,7 +88,10 @@ _CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "th", "nd")
 
 @cache
 def _pool_words() -> frozenset[str]:
-    return frozenset(FIRST_NAMES + LAST_NAMES + STREETS + TRAIN_ONLY_STREETS)
+    """Words a made-up value may not be: the pools', and the outside-the-world topics' (a
+    made-up "Lima" would put a held-out city into training text)."""
+    topics = tuple(w for v in COUNTRIES + CITIES + BOOKS for w in v.split())
+    return frozenset(FIRST_NAMES + LAST_NAMES + STREETS + TRAIN_ONLY_STREETS + topics)
 
 
 def made_up_word(rng: random.Random) -> str:

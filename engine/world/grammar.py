@@ -149,8 +149,10 @@ def render(pattern: str, s: dict[str, Any], rng: random.Random, phrasing: str) -
         if part.startswith("<"):
             pieces.append((rng.choice(family_words(part[1:-1], phrasing)), False))
         elif part.startswith("{"):
-            # {which} is words (a status), not an entity
-            pieces.append((slot_text(part[1:-1], s, rng, phrasing), part != "{which}"))
+            # {which} is words (a status, or nothing), not an entity
+            text = slot_text(part[1:-1], s, rng, phrasing)
+            if text:
+                pieces.append((text, part != "{which}"))
         elif part:
             pieces.append((part, False))
     return pieces

@@ -1,0 +1,107 @@
+"""training/corpus.py with the instruction grammar (--phrasing train): two-goal and
+outside-the-world transcripts, and no held-out frame, synonym or value in 20,000 training
+transcripts."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from engine.world import entities as E
+from engine.world import grammar
+from engine.world.format import assistant_spans, parse_call, render_chat
+from engine.world.tasks import OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
+from training.corpus import corpus_lines, default_intents, main
+
+TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
+
+
+def _ngrams(texts, longest=3):
+    grams = set()
+    for text in texts:
+        tokens = TOKEN.findall(text)
+        for n in range(1, longest + 1):
+            grams.update(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return grams
+
+
+def _heldout_values():
+    """Every held-out entity value, the outside-the-world topics included."""
+    values = {kind: v for kind, v in E.heldout_values().items() if kind != "combo"}
+    values.update({f"topic:{kind}": grammar.topic_pool(kind, "heldout") for kind in grammar.TOPICS})
+    return values
+
+
+def _user_turns(records):
+    return [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
+
+
+def _leaks(records):
+    """(held-out frames in user turns, held-out words anywhere, held-out values anywhere)."""
+    frames, words = grammar.heldout_matcher(), grammar.heldout_word_matcher()
+    frame_hits = [t for t in _user_turns(records) if frames.search(t)]
+    word_hits = [m.group() for r in records for m in words.finditer(r["text"])]
+    grams = _ngrams(r["text"] for r in records)
+    value_hits = [(kind, v) for kind, vs in _heldout_values().items()
+                  for v in vs if " ".join(TOKEN.findall(v)) in grams]
+    return frame_hits, word_hits, value_hits
+
+
+@pytest.fixture(scope="module")
+def corpus_20000():
+    """Generated once for the module (~1-2 min on two busy cores)."""
+    return list(corpus_lines("train", 20000, seed=0, phrasing="train"))
+
+
+@pytest.mark.slow
+def test_no_heldout_frame_word_or_value_in_20000_training_transcripts(corpus_20000):
+    records = corpus_20000
+    assert Counter(r["intent"] for r in records).keys() == set(default_intents("train"))
+    frame_hits, word_hits, value_hits = _leaks(records)
+    assert frame_hits == [] and word_hits == [] and value_hits == []
+    heldout_combos = {tuple(c.split("|")) for c in E.pool("combo", "heldout")}
+    seen = {(m["color"], m["size"]) for r in records
+            for m in re.finditer(r'"color":"(?P<color>\w+)","size":"(?P<size>\w+)"', r["text"])}
+    assert seen and not seen & heldout_combos
+
+
+@pytest.mark.slow
+def test_the_leak_checks_see_a_leak():
+    """A held-out corpus in held-out wording trips all three checks."""
+    held = list(corpus_lines("heldout", 300, seed=0, phrasing="heldout"))
+    frame_hits, _, value_hits = _leaks(held)
+    assert len(frame_hits) > 200 and {k for k, _ in value_hits} >= {"name", "topic:city"}
+    _, word_hits, _ = _leaks(list(corpus_lines("heldout", 100, seed=0, phrasing="words")))
+    assert len(word_hits) > 50
+
+
+def test_grammar_corpus_has_every_kind_of_transcript():
+    records = list(corpus_lines("train", 3 * len(default_intents("train")), seed=4, phrasing="train"))
+    intents = Counter(r["intent"] for r in records)
+    assert set(intents) == set(PHRASING_INTENTS) | {"doc_resume", "doc_html"}
+    for r in records:
+        assert r["text"] == render_chat(r["messages"], add_generation_prompt=False)
+        if r["intent"] in OUTSIDE_INTENTS:     # one finish call, nothing else
+            spans = assistant_spans(r["text"])
+            assert len(spans) == 1 and parse_call(r["text"][slice(*spans[0])]).name == "finish"
+        if r["intent"] in TWO_GOAL_INTENTS:
+            assert len(assistant_spans(r["text"])) >= 3
+        assert len(r["text"]) < 1800, "a transcript stays compact"
+
+
+def test_cli_writes_a_grammar_corpus_and_refuses_heldout_wording_for_training(tmp_path, capsys):
+    out = tmp_path / "train.jsonl"
+    assert main(["--split", "train", "--phrasing", "train", "--n", "30", "--seed", "2", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 30 and {r["intent"] for r in lines} & set(TWO_GOAL_INTENTS + OUTSIDE_INTENTS)
+    for phrasing in ("heldout", "words"):
+        with pytest.raises(SystemExit):
+            main(["--split", "train", "--phrasing", phrasing, "--n", "3", "--out", str(out)])
+        assert "held out" in capsys.readouterr().err
+    assert main(["--split", "heldout", "--phrasing", "heldout", "--n", "5", "--out", str(out),
+                 "--intents", "both_add_total"]) == 0
+    assert {json.loads(line)["intent"] for line in out.read_text().splitlines()} == {"both_add_total"}
+    # the default stays the template corpus the shipped twins trained on
+    assert main(["--split", "train", "--n", "5", "--seed", "1", "--out", str(out)]) == 0
+    assert all("-train-train-" not in json.loads(line)["id"] for line in out.read_text().splitlines())
