@@ -37,6 +37,9 @@ INFO = {
     "pace_ms": "Playback pace: how long each round stays on screen (0 = as fast as it computes). It changes what "
                "you see, never the measured times.",
 }
+# The order of the returned mapping (and so of a run's API inputs), whatever the layout.
+ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
+         "top_p", "top_k", "seed", "pace_ms")
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
@@ -115,6 +118,7 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
+    controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 
     names = list(controls)
     outputs = list(controls.values())

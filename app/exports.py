@@ -68,3 +68,39 @@ def export_conversation(root: Path, conversation: dict[str, Any]) -> Path:
     path = folder / f"{conversation['kind']}-{conversation['id']}-{slug(conversation['title'])}.json"
     path.write_text(json.dumps(_plain(conversation), indent=1, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+class ConversationImportError(ValueError):
+    """A file that is not a conversation this app exported; the message is a sentence."""
+
+
+def import_conversation(store: Any, path: str | Path) -> int:
+    """Store a conversation exported by `export_conversation` as a new conversation (one
+    transaction: all of it or nothing); returns its id. Turns keep their text, generation
+    (frames, config, numbers), model and tool calls."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConversationImportError(
+            f"This file is not a conversation exported as JSON ({type(exc).__name__}: {exc}).") from None
+    if not isinstance(data, dict) or not isinstance(data.get("turns"), list) or "kind" not in data:
+        raise ConversationImportError(
+            "This JSON is not a conversation export: it needs 'kind', 'title' and a list of 'turns'.")
+    turns = []
+    for number, turn in enumerate(data["turns"], start=1):
+        if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or \
+                not isinstance(turn.get("content"), str):
+            raise ConversationImportError(f"Turn {number} of this export has no role and text; nothing was imported.")
+        try:
+            generation = Result.from_dict(turn["generation"]) if turn.get("generation") else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConversationImportError(
+                f"The trace of turn {number} cannot be read ({exc}); nothing was imported.") from None
+        calls = [{k: c.get(k) for k in ("step", "name", "arguments", "observation", "error_type")}
+                 for c in turn.get("tool_calls") or [] if isinstance(c, dict)]
+        turns.append({"role": turn["role"], "content": turn["content"], "generation": generation,
+                      "config": turn.get("config"), "model": turn.get("model"), "tool_calls": calls})
+    meta = dict(data.get("meta") or {})
+    meta["imported_from"] = {"id": data.get("id"), "created_at": data.get("created_at")}
+    return store.save_exchange(None, turns, kind=str(data["kind"]), title=str(data.get("title") or "imported"),
+                               model=data.get("model"), meta=meta)

@@ -10,6 +10,7 @@ import pytest
 from app.controls import (
     INFO,
     MODEL_DEFAULTS,
+    ORDER,
     SHOW_EVERY_ROUND,
     generation_controls,
     how_it_works,
@@ -38,6 +39,7 @@ def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
     if with_sampling:
         expected |= {"temperature", "top_p", "top_k", "seed"}
     assert set(controls) == expected
+    assert list(controls) == [name for name in ORDER if name in expected]       # a run's API takes them in order
     for name, component in controls.items():
         assert component.info == INFO[name], name
         assert component.elem_id == f"t-{name.replace('_', '-')}"
