@@ -161,13 +161,13 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
     return total / max(count, 1)
 
 
-def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
-    """Greedy agent episodes on held-out validation tasks (not the benchmark's); {} when the agent
-    loop is absent."""
+def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templates") -> dict:
+    """Greedy agent episodes on held-out validation tasks of a task set (engine.world.tasks.TASK_SETS;
+    never the benchmark's tasks); {} when the agent loop is absent."""
     try:
         from engine.agent import run_episode
         from engine.backends.sprout import SproutARBackend, SproutBackend
-        from engine.world.tasks import validation_tasks
+        from engine.world.tasks import TASK_SETS
     except ImportError:
         return {}
     from engine.catalog import bundled_decoding
@@ -176,8 +176,10 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int) -> dict:
         model = copy.deepcopy(model).cpu()
     model.eval()
     backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
-    cfg = GenerationConfig(**{**bundled_decoding(), "gen_length": 64, "block_size": 8, "steps": 8})   # short, for speed
-    tasks = validation_tasks(n_tasks)
+    # short, for speed; the grammar's sets hold outside-the-world answers of up to ~70 tokens
+    gen_length = 64 if task_set == "templates" else 96
+    cfg = GenerationConfig(**{**bundled_decoding(), "gen_length": gen_length, "block_size": 8, "steps": 8})
+    tasks = TASK_SETS[task_set][1](n_tasks)
     wins, nfe = 0, 0
     for task in tasks:
         tr = run_episode(backend, task, cfg)
@@ -230,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--select", choices=("best", "last"), default="best",
                    help="the model folder keeps the best evaluation (agent success, then validation loss) or the last")
     p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
+    p.add_argument("--agent-task-set", choices=("templates", "phrasing", "words"), default="templates",
+                   help="validation tasks of which benchmark kind (engine.bench --task-set)")
     p.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
     p.add_argument("--data-dir", default="data", help="where generated corpora are kept")
     args = p.parse_args(argv)
@@ -343,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         rec = {"step": step, "val_loss": round(val, 4)}
         if args.agent_tasks:
             try:   # an evaluation bug must not end hours of training
-                rec.update(agent_eval(model, tokenizer, args.twin, args.agent_tasks))
+                rec.update(agent_eval(model, tokenizer, args.twin, args.agent_tasks, args.agent_task_set))
             except Exception as exc:  # noqa: BLE001
                 rec["agent_eval_error"] = f"{type(exc).__name__}: {exc}"[:300]
         score = (rec.get("agent_success", 0.0), -val)

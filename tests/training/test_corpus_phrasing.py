@@ -105,3 +105,23 @@ def test_cli_writes_a_grammar_corpus_and_refuses_heldout_wording_for_training(tm
     # the default stays the template corpus the shipped twins trained on
     assert main(["--split", "train", "--n", "5", "--seed", "1", "--out", str(out)]) == 0
     assert all("-train-train-" not in json.loads(line)["id"] for line in out.read_text().splitlines())
+
+
+def test_training_eval_can_choose_checkpoints_on_phrasing_validation_tasks(monkeypatch):
+    """training.train --agent-task-set phrasing: validation tasks in held-out wording, no benchmark task."""
+    import engine.agent
+    from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
+    from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+    from training.train import agent_eval
+
+    seen = []
+
+    class Done:
+        success, nfe = True, 1
+
+    monkeypatch.setattr(engine.agent, "run_episode", lambda backend, task, cfg: seen.append((task, cfg)) or Done())
+    report = agent_eval(tiny_sprout(causal=True), tiny_tokenizer(), "ar", 30, "phrasing")
+    tasks = [t for t, _ in seen]
+    assert report["agent_tasks"] == 30 and all(t["phrasing"]["split"] == "heldout" for t in tasks)
+    assert {t["intent"] for t in tasks} & set(OUTSIDE_INTENTS) and seen[0][1].gen_length >= 96
+    assert not {t["id"] for t in tasks} & {t["id"] for t in load_heldout_tasks(PHRASING_PATH)}
