@@ -27,15 +27,14 @@ def grow(model: SproutModel, extra: str) -> SproutModel:
     grown = SproutModel(config).to(device=model.device, dtype=next(model.parameters()).dtype)
     missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
     first_new = len(model.config.layer_pattern)
-    new_layers = tuple(f"{part}.{i}." for part in ("mixers", "norms1", "norms2", "mlps")
-                       for i in range(first_new, len(config.layer_pattern)))
+    new_layers = tuple(f"blocks.{i}." for i in range(first_new, len(config.layer_pattern)))
     unfilled = [k for k in missing if not k.startswith(new_layers)]
     if unexpected or unfilled:
         raise ValueError(f"The weights do not fit the grown model: unexpected {unexpected}, unfilled {unfilled}.")
     with torch.no_grad():
         for i in range(first_new, len(config.layer_pattern)):
-            grown.mixers[i].out.weight.zero_()
-            grown.mlps[i].down.weight.zero_()
+            grown.blocks[i].mixer.out.weight.zero_()
+            grown.blocks[i].mlp.down.weight.zero_()
     return grown
 
 

@@ -43,7 +43,7 @@ from training.data import Example
 class ShopReadout(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
-        self.layers = list(range(1, len(model.mixers)))      # inputs of layers 1 .. L-1
+        self.layers = list(range(1, len(model.blocks)))      # inputs of layers 1 .. L-1
         d = model.config.hidden_size
         self.heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)          # rows
         self.wanted_heads = nn.ModuleList(nn.Linear(d, len(COLORS)) for _ in self.layers)   # asked for
@@ -60,7 +60,7 @@ class ShopReadout(nn.Module):
             def hook(_module, inputs):
                 (self._clean if inputs[0].dim() == 3 else self._noisy)[i] = inputs[0]
             return hook
-        handles = [model.norms1[i].register_forward_pre_hook(keep(i)) for i in self.layers]
+        handles = [model.blocks[i].norm1.register_forward_pre_hook(keep(i)) for i in self.layers]
         try:
             yield self
         finally:

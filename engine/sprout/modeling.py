@@ -20,16 +20,29 @@ The same `_noisy` code serves training (many blocks per sequence, vectorised) an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedModel
+from transformers.conversion_mapping import register_checkpoint_conversion_mapping
+from transformers.core_model_loading import WeightRenaming
 
 from kernels.block_softmax import block_softmax_with_history
 from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule, gated_delta_step
 
+from .cache import (
+    AttentionContext,
+    AttentionState,
+    ChunkFeatures,
+    ChunkPrefix,
+    Context,
+    DeltaContext,
+    DeltaState,
+    LayerContext,
+    LayerState,
+    SproutCache,
+)
 from .config import SproutConfig
 
 GDN_CHUNK = 16  # chunk of the WY/UT form in the clean stream
@@ -66,18 +79,6 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-@dataclass
-class Context:
-    """What the noisy stream reads of the clean stream, per layer, for NB blocks per row.
-    A layers: keys/values (B, H, T, D) and `allowed` (B, NB, T) = clean position < block start
-    (None when decoding: one block right after the cache may see all of it).
-    G layers: what it takes to read the clean state S_p before each block (see `history_context`;
-    at inference just `state` (B, 1, H, K, V)) and `tail` (B, NB, conv-1, ch), the last pre-conv
-    projections before the block."""
-
-    layers: list[dict] = field(default_factory=list)
-
-
 class AttentionLayer(nn.Module):
     def __init__(self, cfg: SproutConfig):
         super().__init__()
@@ -91,25 +92,35 @@ class AttentionLayer(nn.Module):
         q, k, v = self.qkv(x).view(*lead, T, 3, self.h, self.d).unbind(-3)   # (..., T, H, D)
         return rope(q, pos, self.theta), rope(k, pos, self.theta), v
 
-    def clean(self, x: torch.Tensor, pos: torch.Tensor, cache: dict | None) -> tuple[torch.Tensor, dict]:
-        """x (B, n, d) new clean tokens at `pos` (B, n); causal over cache + new tokens."""
+    def clean(self, x: torch.Tensor, pos: torch.Tensor, past: AttentionState | None,
+              keep_features: bool = False) -> tuple[torch.Tensor, AttentionState]:
+        """x (B, n, d) new clean tokens at `pos` (B, n); causal over the past + new tokens.
+        (Its keys and values are all the BD training pass needs: keep_features changes nothing.)"""
         B, n, _ = x.shape
         q, k, v = (t.transpose(1, 2) for t in self._qkv(x, pos))             # (B, H, n, D)
-        if cache:
-            k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
-        past = k.shape[2] - n
-        mask = torch.ones(n, past + n, dtype=torch.bool, device=x.device).tril(past)
+        if past is not None:
+            k, v = torch.cat([past.keys, k], 2), torch.cat([past.values, v], 2)
+        before = k.shape[2] - n
+        mask = torch.ones(n, before + n, dtype=torch.bool, device=x.device).tril(before)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)         # (B, H, n, D)
-        return self.out(o.transpose(1, 2).reshape(B, n, -1)), {"k": k, "v": v}
+        return self.out(o.transpose(1, 2).reshape(B, n, -1)), AttentionState(k, v)
 
-    def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: dict) -> torch.Tensor:
+    def context(self, state: AttentionState, starts: torch.Tensor | None = None) -> AttentionContext:
+        """Training (`starts` (B, NB)): each block sees the clean positions before its start.
+        Decoding (None): one block right after the cache sees all of it."""
+        allowed = None
+        if starts is not None:
+            allowed = torch.arange(state.keys.shape[2], device=starts.device) < starts[..., None]   # (B, NB, T)
+        return AttentionContext(state.keys, state.values, allowed)
+
+    def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
         """x (B, NB, C, d) noisy blocks at `pos` (B, NB, C)."""
         B, NB, C, _ = x.shape
         q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in self._qkv(x, pos))
-        keys, values = torch.cat([ctx["k"], k], 2), torch.cat([ctx["v"], v], 2)   # (B, H, T+NB*C, D)
-        mask = None                  # decoding: one block after the whole cache sees everything
-        if ctx["allowed"] is not None:
-            to_clean = ctx["allowed"].repeat_interleave(C, dim=1)                   # (B, NB*C, T)
+        keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+NB*C, D)
+        mask = None
+        if ctx.allowed is not None:
+            to_clean = ctx.allowed.repeat_interleave(C, dim=1)                      # (B, NB*C, T)
             block_of = torch.arange(NB, device=x.device).repeat_interleave(C)
             to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)   # same block only
             mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                   # (B, 1, NB*C, T+NB*C)
@@ -139,7 +150,7 @@ class GatedDeltaLayer(nn.Module):
 
     def _conv(self, mix: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
         """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU.
-        out_t = sum_j w_j * full_{t+j} over the width-4 window, written as shifted multiply-adds:
+        out_t = sum_j w_j * full_{t+j} over the conv window, written as shifted multiply-adds:
         for these sizes that is several times faster on CPU than F.conv1d (the reference in the
         tests), above all for the few-token inputs of decoding."""
         full = torch.cat([tail, mix], dim=-2)                     # (..., conv-1+n, ch)
@@ -166,49 +177,65 @@ class GatedDeltaLayer(nn.Module):
     def empty_tail(self, lead: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
         return like.new_zeros(*lead, self.conv.shape[1] - 1, self.conv.shape[0])
 
-    def clean(self, x: torch.Tensor, cache: dict | None, keep_features: bool = False):
-        """x (B, n, d). Causal gated delta rule from the cached state (zeros if none).
-        keep_features (the BD training pass): also keep what `history_context` needs to read
-        the state before any position: chunk start states, V', the in-chunk decays and k."""
+    def clean(self, x: torch.Tensor, pos: torch.Tensor, past: DeltaState | None,
+              keep_features: bool = False) -> tuple[torch.Tensor, DeltaState]:
+        """x (B, n, d). Causal gated delta rule from the past state (zeros if none); the
+        positions are not read (the recurrence has no position encoding).
+        keep_features (the BD training pass): also keep what `context` needs to read the state
+        before any position: chunk start states, V', the in-chunk decays and k."""
         B, n, _ = x.shape
-        tail = cache["tail"] if cache else self.empty_tail((B,), x)
-        state = cache["state"] if cache else None
+        tail = past.tail if past is not None else self.empty_tail((B,), x)
+        state = past.state if past is not None else None
         mix, q, k, v, g, beta = self._features(x, tail)
-        extra = {}
+        features = None
         if keep_features:
             o, new_state, chunk_states, v_new, gamma = chunk_gated_delta_rule(
                 q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK, output_chunk_values=True)
-            extra = {"mix": mix, "k": k, "chunk_states": chunk_states, "v_new": v_new, "gamma": gamma}
+            features = ChunkFeatures(mix, k, chunk_states, v_new, gamma)
         elif n == 1 and state is not None:
             o, new_state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state)
             o = o[:, None]
         else:
             o, new_state = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK)
         new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
-        return self._output(o, x), {"state": new_state, "tail": new_tail, **extra}
+        return self._output(o, x), DeltaState(new_state, new_tail, features)
 
-    def _history(self, q: torch.Tensor, ctx: dict) -> torch.Tensor:
+    def context(self, state: DeltaState, starts: torch.Tensor | None = None) -> DeltaContext:
+        """Training (`starts` (B, NB), from a keep_features pass): the state before each distinct
+        block start and the pre-conv tail before each block. Decoding (None): one block right
+        after the cache reads the cached state and tail."""
+        if starts is None:
+            return DeltaContext(state.state[:, None], state.tail[:, None])
+        features = state.features
+        if features is None:
+            raise ValueError("A G layer's training context needs the clean pass run with keep_features=True.")
+        distinct = starts[:, :repeat_period(starts)]
+        return DeltaContext(chunk_start_state(features, state.state, distinct),
+                            tail=gather_tails(features.mix, starts, self.conv.shape[1] - 1),
+                            prefix=chunk_prefix(features, distinct))
+
+    def _history(self, q: torch.Tensor, ctx: DeltaContext) -> torch.Tensor:
         """S_p^T q for every query of every block: q (B, NB, C, H, K) -> (B, NB, C, H, V).
-        ctx["state"] is (B, U, H, K, V) with NB a multiple of U: block j reads state j mod U
+        ctx.state is (B, U, H, K, V) with NB a multiple of U: block j reads state j mod U
         (complementary pairs share a start, so their states are gathered once). In training the
-        state is the one at the start of p's chunk, brought forward over the chunk's first r
-        tokens with the chunked form's V' (kernels.gated_delta):
-            S_p^T q = e^{G_r} S_n^T q + sum_{s < r} e^{G_r - G_s} (k_s . q) v'_s"""
-        S = ctx["state"]
+        state is the one at the start of p's chunk, brought forward with `ctx.prefix`."""
+        S = ctx.state
         B, U = S.shape[:2]
         _, NB, C, H, K = q.shape
         qg = q.reshape(B, NB // U, U, C, H, K)
         out = torch.einsum("buhkv,bguchk->bguchv", S, qg)
-        if "decay" in ctx:
-            out = out * ctx["decay"][:, None, :, None, :, None]
-            scores = torch.einsum("bulhk,bguchk->bguchl", ctx["keys"], qg) * ctx["weights"][:, None, :, None]
-            out = out + torch.einsum("bguchl,bulhv->bguchv", scores, ctx["values"])
+        prefix = ctx.prefix
+        if prefix is not None:
+            out = out * prefix.decay[:, None, :, None, :, None]
+            scores = torch.einsum("bulhk,bguchk->bguchl", prefix.keys, qg) * prefix.weights[:, None, :, None]
+            out = out + torch.einsum("bguchl,bulhv->bguchv", scores, prefix.values)
         return out.reshape(B, NB, C, H, -1)
 
-    def noisy(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
-        """x (B, NB, C, d) noisy blocks; ctx: the state read-out pieces (`_history`) and tail (B, NB, conv-1, ch)."""
+    def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: DeltaContext) -> torch.Tensor:
+        """x (B, NB, C, d) noisy blocks (positions not read); ctx: the state before each block
+        and the tail (B, NB, conv-1, ch)."""
         B, NB, C, _ = x.shape
-        _, q, k, v, _, _ = self._features(x, ctx["tail"])          # (B, NB, C, H, K)
+        _, q, k, v, _, _ = self._features(x, ctx.tail)             # (B, NB, C, H, K)
         scale = self.d**-0.5
         history = scale * self._history(q, ctx)                      # read-out S_p^T q_i
         flat = lambda t: t.reshape(B * NB, C, self.h, -1).transpose(1, 2)       # noqa: E731 (B*NB, H, C, D)
@@ -219,17 +246,29 @@ class GatedDeltaLayer(nn.Module):
         return self._output(o, x)
 
 
-def history_context(feats: dict, starts: torch.Tensor) -> dict:
-    """What a G layer needs to read the clean state S_p before each block start p (B, U):
-    the state before p's chunk n = p // L, and the chunk's first r = p mod L tokens (keys, V',
-    decay weights e^{G_r - G_s}, zero for s >= r), with the total decay e^{G_r} of those r."""
-    chunk_states, k, v_new, gamma = feats["chunk_states"], feats["k"], feats["v_new"], feats["gamma"]
-    all_states = torch.cat([chunk_states, feats["state"][:, None]], dim=1)   # p == T reads the final state
+def _chunk_of(starts: torch.Tensor, num_states: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """For block starts p (B, U): the GDN chunk n = p // L holding p (at most the last state:
+    p == T reads the final state) and r = p mod L, the chunk's tokens before p."""
+    n = torch.div(starts, GDN_CHUNK, rounding_mode="floor").clamp(max=num_states - 1)
+    return n, starts - n * GDN_CHUNK
+
+
+def chunk_start_state(features: ChunkFeatures, final_state: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+    """The clean state before the chunk of each block start p (B, U) -> (B, U, H, K, V)."""
+    all_states = torch.cat([features.chunk_states, final_state[:, None]], dim=1)   # p == T reads the final state
+    B, U = starts.shape
+    n, _ = _chunk_of(starts, all_states.shape[1])
+    return torch.gather(all_states, 1, n.view(B, U, 1, 1, 1).expand(-1, -1, *all_states.shape[2:]))
+
+
+def chunk_prefix(features: ChunkFeatures, starts: torch.Tensor) -> ChunkPrefix:
+    """What brings the chunk-start state to each block start p (B, U): the chunk's first
+    r = p mod L tokens (keys, V', decay weights e^{G_r - G_s}, zero for s >= r), with the
+    total decay e^{G_r} of those r."""
+    k, v_new, gamma = features.keys, features.v_new, features.gamma
     B, U = starts.shape
     T = k.shape[1]
-    n = torch.div(starts, GDN_CHUNK, rounding_mode="floor").clamp(max=all_states.shape[1] - 1)
-    r = starts - n * GDN_CHUNK                                                # (B, U)
-    state = torch.gather(all_states, 1, n.view(B, U, 1, 1, 1).expand(-1, -1, *all_states.shape[2:]))
+    n, r = _chunk_of(starts, features.chunk_states.shape[1] + 1)
 
     def at(t: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:   # t (B, T, ...), pos (B, U, m) -> (B, U, m, ...)
         got = torch.gather(t, 1, pos.clamp(0, T - 1).view(B, -1, *([1] * (t.dim() - 2))).expand(
@@ -243,9 +282,9 @@ def history_context(feats: dict, starts: torch.Tensor) -> dict:
     has_prefix = (r > 0)[..., None]
     # mask before exp: outside the prefix the difference may be positive and overflow
     diff = (g_last[:, :, None] - at(gamma, prefix)).masked_fill(~inside, float("-inf"))
-    return {"state": state, "decay": torch.where(has_prefix, g_last.exp(), torch.ones_like(g_last)),
-            "keys": at(k, prefix), "values": at(v_new, prefix),
-            "weights": diff.exp().permute(0, 1, 3, 2)}                       # (B, U, H, L)
+    return ChunkPrefix(decay=torch.where(has_prefix, g_last.exp(), torch.ones_like(g_last)),
+                       keys=at(k, prefix), values=at(v_new, prefix),
+                       weights=diff.exp().permute(0, 1, 3, 2))               # (B, U, H, L)
 
 
 def repeat_period(starts: torch.Tensor) -> int:
@@ -263,21 +302,41 @@ def gather_tails(mix: torch.Tensor, starts: torch.Tensor, width: int) -> torch.T
     return got.view(B, NB, width, -1) * (pos >= 0)[..., None]
 
 
+class SproutBlock(nn.Module):
+    """One layer: norm, mixer (a G or an A layer), residual, norm, SwiGLU MLP, residual. Both
+    mixers take the same arguments in both streams, so the block does not ask which it has."""
+
+    def __init__(self, config: SproutConfig, kind: str):
+        super().__init__()
+        self.norm1 = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mixer = GatedDeltaLayer(config) if kind == "G" else AttentionLayer(config)
+        self.norm2 = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = SwiGLU(config.hidden_size, config.intermediate_size)
+
+    def clean(self, x: torch.Tensor, pos: torch.Tensor, past: LayerState | None,
+              keep_features: bool = False) -> tuple[torch.Tensor, LayerState]:
+        """x (B, n, d) clean tokens at `pos` (B, n) after `past` -> (B, n, d) and the new state."""
+        y, state = self.mixer.clean(self.norm1(x), pos, past, keep_features)
+        x = x + y
+        return x + self.mlp(self.norm2(x)), state
+
+    def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
+        """x (B, NB, C, d) noisy blocks at `pos` (B, NB, C), reading the clean stream through `ctx`."""
+        x = x + self.mixer.noisy(self.norm1(x), pos, ctx)
+        return x + self.mlp(self.norm2(x))
+
+
 class SproutModel(PreTrainedModel):
     config_class = SproutConfig
     base_model_prefix = "sprout"
-    _no_split_modules = ["GatedDeltaLayer", "AttentionLayer"]
+    _no_split_modules = ["SproutBlock"]
 
     def __init__(self, config: SproutConfig):
         super().__init__(config)
         self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.mixers = nn.ModuleList(
-            GatedDeltaLayer(config) if kind == "G" else AttentionLayer(config) for kind in config.layer_pattern)
-        self.norms1 = nn.ModuleList(RMSNorm(config.hidden_size, config.rms_norm_eps) for _ in config.layer_pattern)
-        self.norms2 = nn.ModuleList(RMSNorm(config.hidden_size, config.rms_norm_eps) for _ in config.layer_pattern)
-        self.mlps = nn.ModuleList(
-            SwiGLU(config.hidden_size, config.intermediate_size) for _ in config.layer_pattern)
+        self.blocks = nn.ModuleList(SproutBlock(config, kind) for kind in config.layer_pattern)
         self.final_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.register_load_state_dict_pre_hook(_rename_flat_keys)
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -295,24 +354,18 @@ class SproutModel(PreTrainedModel):
         return F.linear(self.final_norm(h), self.embed.weight)   # tied embeddings
 
     # ---- clean stream -------------------------------------------------------------------
-    def clean(self, ids: torch.Tensor, cache: list | None = None, keep_features: bool = False):
-        """ids (B, n) appended after `cache` (a list per layer, None = empty).
-        Returns hidden (B, n, d) and the new per-layer cache."""
+    def clean(self, ids: torch.Tensor, cache: SproutCache | None = None,
+              keep_features: bool = False) -> tuple[torch.Tensor, SproutCache]:
+        """ids (B, n) appended after `cache` (None = empty context).
+        Returns hidden (B, n, d) and the new cache (without next_logits)."""
         B, n = ids.shape
-        start = cache_length(cache)
+        start = cache.length if cache is not None else 0
         pos = (start + torch.arange(n, device=ids.device)).expand(B, n)
-        x, new_cache = self.embed(ids), []
-        for i, mixer in enumerate(self.mixers):
-            layer_cache = cache[i] if cache else None
-            if isinstance(mixer, AttentionLayer):
-                y, c = mixer.clean(self.norms1[i](x), pos, layer_cache)
-            else:
-                y, c = mixer.clean(self.norms1[i](x), layer_cache, keep_features)
-            c["length"] = start + n
-            x = x + y
-            x = x + self.mlps[i](self.norms2[i](x))
-            new_cache.append(c)
-        return x, new_cache
+        x, states = self.embed(ids), []
+        for i, block in enumerate(self.blocks):
+            x, state = block.clean(x, pos, cache.layers[i] if cache is not None else None, keep_features)
+            states.append(state)
+        return x, SproutCache(tuple(states), start + n)
 
     def forward(self, input_ids: torch.Tensor, **_) -> torch.Tensor:
         """Causal logits (B, T, V): the AR twin's training pass (and the clean stream of BD)."""
@@ -325,11 +378,8 @@ class SproutModel(PreTrainedModel):
         C = ids.shape[-1]
         pos = starts[..., None] + torch.arange(C, device=ids.device)       # (B, NB, C)
         x = self.embed(ids)
-        for i, mixer in enumerate(self.mixers):
-            xn = self.norms1[i](x)
-            x = x + (mixer.noisy(xn, pos, ctx.layers[i]) if isinstance(mixer, AttentionLayer)
-                     else mixer.noisy(xn, ctx.layers[i]))
-            x = x + self.mlps[i](self.norms2[i](x))
+        for block, layer_ctx in zip(self.blocks, ctx.layers):
+            x = block.noisy(x, pos, layer_ctx)
         return self.logits(x)
 
     def bd_logits(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
@@ -341,15 +391,7 @@ class SproutModel(PreTrainedModel):
         """bd_logits plus the clean stream's hidden states (B, T, d), which are the AR twin's
         pass over the same ids (so a next-token loss on them costs only the output head)."""
         clean_h, cache = self.clean(clean_ids, keep_features=True)
-        T = clean_ids.shape[1]
-        ctx = Context()
-        for mixer, c in zip(self.mixers, cache):
-            if isinstance(mixer, AttentionLayer):
-                allowed = torch.arange(T, device=starts.device) < starts[..., None]   # (B, NB, T)
-                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": allowed})
-            else:
-                ctx.layers.append({**history_context(c, starts[:, :repeat_period(starts)]),
-                                   "tail": gather_tails(c["mix"], starts, mixer.conv.shape[1] - 1)})
+        ctx = Context(tuple(block.mixer.context(state, starts) for block, state in zip(self.blocks, cache.layers)))
         logits = self._noisy(noisy_ids, starts, ctx)
         if self.config.logit_shift:
             before = torch.gather(clean_h, 1, (starts - 1).clamp(min=0)[..., None].expand(-1, -1, clean_h.shape[-1]))
@@ -357,35 +399,27 @@ class SproutModel(PreTrainedModel):
         return logits, clean_h
 
     # ---- inference: prefill / denoise / commit ------------------------------------------
-    def prefill(self, ids: torch.Tensor):
+    def prefill(self, ids: torch.Tensor) -> tuple[SproutCache, torch.Tensor]:
         """ids (B, P) -> (cache, logits of the last position (B, V))."""
         h, cache = self.clean(ids)
         last = self.logits(h[:, -1])
-        cache[-1]["next_logits"] = last      # a shifted block's first token reads these
-        return cache, last
+        return cache.with_next_logits(last), last
 
-    def commit(self, ids: torch.Tensor, cache: list):
+    def commit(self, ids: torch.Tensor, cache: SproutCache) -> tuple[SproutCache, torch.Tensor]:
         """Append finished tokens (B, n) -> (new cache, logits (B, n, V)). The cache passed in
-        is not modified (a new one is returned), so callers may keep it."""
+        is not modified, so callers may keep it."""
         h, new_cache = self.clean(ids, cache)
         logits = self.logits(h)
-        new_cache[-1]["next_logits"] = logits[:, -1]
-        return new_cache, logits
+        return new_cache.with_next_logits(logits[:, -1]), logits
 
-    def denoise(self, block_ids: torch.Tensor, cache: list) -> torch.Tensor:
+    def denoise(self, block_ids: torch.Tensor, cache: SproutCache) -> torch.Tensor:
         """Logits (B, C, V) for a noisy block right after the cached context. Reads only."""
-        B, C = block_ids.shape
-        T = cache_length(cache)
-        ctx = Context()
-        for mixer, c in zip(self.mixers, cache):
-            if isinstance(mixer, AttentionLayer):
-                ctx.layers.append({"k": c["k"], "v": c["v"], "allowed": None})
-            else:
-                ctx.layers.append({"state": c["state"][:, None], "tail": c["tail"][:, None]})
-        starts = torch.full((B, 1), T, dtype=torch.long, device=block_ids.device)
+        B = block_ids.shape[0]
+        ctx = Context(tuple(block.mixer.context(state) for block, state in zip(self.blocks, cache.layers)))
+        starts = torch.full((B, 1), cache.length, dtype=torch.long, device=block_ids.device)
         logits = self._noisy(block_ids[:, None], starts, ctx)
         if self.config.logit_shift:
-            logits = shift_block_logits(cache[-1]["next_logits"][:, None], logits)
+            logits = shift_block_logits(cache.next_logits[:, None], logits)
         return logits[:, 0]
 
 
@@ -395,9 +429,24 @@ def shift_block_logits(first: torch.Tensor, noisy: torch.Tensor) -> torch.Tensor
     return torch.cat([first[:, :, None], noisy[:, :, :-1]], dim=2)
 
 
-def cache_length(cache: list | None) -> int:
-    return cache[0]["length"] if cache else 0
+# Checkpoints name the layer parts in four flat lists (mixers.i, norms1.i, norms2.i, mlps.i),
+# the layout the shipped weights were saved in; the model holds them as blocks.i.{mixer, norm1,
+# norm2, mlp}. transformers renames on load (and back on save, so saved folders keep the shipped
+# layout); the pre-hook does the same for a plain load_state_dict (training checkpoints).
+_FLAT_PARTS = {"mixers": "mixer", "norms1": "norm1", "norms2": "norm2", "mlps": "mlp"}
 
+
+def _rename_flat_keys(module: nn.Module, state_dict: dict, prefix: str, *_) -> None:
+    for key in [k for k in state_dict if k.startswith(prefix)]:
+        part, _, rest = key[len(prefix):].partition(".")
+        if part in _FLAT_PARTS:
+            index, _, name = rest.partition(".")
+            state_dict[f"{prefix}blocks.{index}.{_FLAT_PARTS[part]}.{name}"] = state_dict.pop(key)
+
+
+register_checkpoint_conversion_mapping("SproutModel", [
+    WeightRenaming(source_patterns=rf"^{flat}\.(\d+)\.", target_patterns=rf"blocks.\1.{part}.")
+    for flat, part in _FLAT_PARTS.items()], overwrite=True)
 
 AutoConfig.register("sprout", SproutConfig, exist_ok=True)
 AutoModel.register(SproutConfig, SproutModel, exist_ok=True)

@@ -85,12 +85,15 @@ def test_denoise_leaves_cache_untouched_and_commit_extends_it():
         torch.testing.assert_close(first, again, atol=0, rtol=0)
         cache2, _ = model.commit(block, cache)
         full, _ = model.prefill(torch.cat([ids, block], 1))
-        for a, b in zip(cache2, full):
-            for key in a:
-                if key == "length":
-                    assert a[key] == b[key] == 20
-                else:
-                    torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=1e-5)
+        assert cache2.length == full.length == 20
+        assert len(cache2.layers) == len(full.layers) == 4
+        for a, b in zip(cache2.layers, full.layers):
+            assert type(a) is type(b)
+            for name in ("keys", "values", "state", "tail"):
+                if hasattr(a, name):
+                    torch.testing.assert_close(getattr(a, name), getattr(b, name), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(cache2.next_logits, full.next_logits, atol=1e-5, rtol=1e-5)
+        assert cache.length == 12, "commit leaves the cache it was given as it was"
 
 
 @pytest.mark.parametrize("pattern", ["GAGA", "GG"])
@@ -115,7 +118,7 @@ def test_history_calibration_changes_the_output():
     with torch.no_grad():
         cache, _ = model.prefill(ids)
         before = model.denoise(block, cache)
-        model.mixers[0].hist_lambda.add_(3.0)
+        model.blocks[0].mixer.hist_lambda.add_(3.0)
         after = model.denoise(block, cache)
     assert (before - after).abs().max() > 1e-4
 
@@ -123,7 +126,7 @@ def test_history_calibration_changes_the_output():
 def test_shifted_sum_conv_equals_the_conv1d_reference():
     import torch.nn.functional as F
 
-    layer = tiny_model("G").mixers[0]
+    layer = tiny_model("G").blocks[0].mixer
     gen = torch.Generator().manual_seed(0)
     ch, width = layer.conv.shape
     mix, tail = torch.randn(2, 3, 7, ch, generator=gen), torch.randn(2, 3, width - 1, ch, generator=gen)
@@ -131,3 +134,32 @@ def test_shifted_sum_conv_equals_the_conv1d_reference():
     want = F.silu(F.conv1d(full, layer.conv[:, None], groups=ch)).transpose(1, 2).reshape(2, 3, 7, ch)
     with torch.no_grad():
         torch.testing.assert_close(layer._conv(mix, tail), want, atol=1e-6, rtol=1e-5)
+
+
+def test_checkpoints_in_the_flat_layout_load_into_blocks(tmp_path):
+    """The shipped weights name layer parts mixers.i / norms1.i / norms2.i / mlps.i; both a plain
+    load_state_dict and from_pretrained map them onto blocks.i, and a saved folder keeps them."""
+    from safetensors import safe_open
+
+    model = tiny_model("GA")
+    flat_names = {"mixer": "mixers", "norm1": "norms1", "norm2": "norms2", "mlp": "mlps"}
+
+    def flat(name: str) -> str:
+        if not name.startswith("blocks."):
+            return name
+        _, index, part, rest = name.split(".", 3)
+        return f"{flat_names[part]}.{index}.{rest}"
+
+    old_layout = {flat(k): v for k, v in model.state_dict().items()}
+    assert "mixers.0.conv" in old_layout and not any(k.startswith("blocks.") for k in old_layout)
+    fresh = SproutModel(model.config)
+    fresh.load_state_dict(old_layout, strict=True)
+    ids = torch.randint(3, VOCAB, (1, 9))
+    with torch.no_grad():
+        assert torch.equal(fresh(ids), model(ids))
+    model.save_pretrained(tmp_path)
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
+        assert set(f.keys()) == set(old_layout)
+    loaded = SproutModel.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids), model(ids))

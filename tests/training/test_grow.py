@@ -30,7 +30,8 @@ def test_appended_layer_gets_a_gradient_and_bad_patterns_are_refused():
     grown = grow(tiny_sprout(causal=True), "A").train()
     ids = torch.randint(5, 300, (2, 12))
     torch.nn.functional.cross_entropy(grown(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()
-    assert grown.mixers[2].out.weight.grad.abs().sum() > 0 and grown.mlps[2].down.weight.grad.abs().sum() > 0
+    new = grown.blocks[2]
+    assert new.mixer.out.weight.grad.abs().sum() > 0 and new.mlp.down.weight.grad.abs().sum() > 0
     for bad in ("", "X", "AB"):
         with pytest.raises(ValueError, match="G and A"):
             grow(tiny_sprout(causal=True), bad)
@@ -40,12 +41,12 @@ def test_appended_layer_gets_a_gradient_and_bad_patterns_are_refused():
 def test_widened_conv_computes_what_the_original_did_and_learns(causal):
     model = tiny_sprout(causal=causal, pattern="GA")
     wide = widen_conv(model, 10).eval()
-    assert wide.config.conv_size == 10 and wide.mixers[0].conv.shape[1] == 10
+    assert wide.config.conv_size == 10 and wide.blocks[0].mixer.conv.shape[1] == 10
     ids = torch.randint(5, 300, (2, 24))
     assert_same_logits(wide, model, ids)
     wide.train()
     torch.nn.functional.cross_entropy(wide(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()
-    assert wide.mixers[0].conv.grad[:, :6].abs().sum() > 0      # the new, older taps learn
+    assert wide.blocks[0].mixer.conv.grad[:, :6].abs().sum() > 0      # the new, older taps learn
 
 
 def test_conv_is_only_widened():

@@ -51,9 +51,9 @@ def test_readout_reads_both_streams_where_the_colour_is_needed_and_trains_the_mo
         aux = readout.loss(batch)
     assert abs(aux.item() - math.log(len(COLORS))) < 1.0     # fresh heads: about chance
     aux.backward()
-    assert model.mixers[0].conv.grad.abs().sum() > 0
+    assert model.blocks[0].mixer.conv.grad.abs().sum() > 0
     assert readout.heads[0].weight.grad.abs().sum() > 0 and readout.wanted_heads[2].weight.grad.abs().sum() > 0
-    assert model.mixers[3].out.weight.grad is None, "the last layer's output is not read"
+    assert model.blocks[3].mixer.out.weight.grad is None, "the last layer's output is not read"
     model(torch.tensor([batch[0].ids]))                      # the hooks are gone once the context closes
     assert readout._clean == {} and readout._noisy == {} and readout.loss(batch).item() == 0.0
 
@@ -77,7 +77,7 @@ def test_match_readout_reads_whether_each_row_is_what_was_asked_and_trains_the_m
     assert 0 < hit.sum() < len(hit), "both labels occur in the batch"
     assert abs(match.item() - math.log(2)) < 0.7           # fresh heads: about chance
     match.backward()
-    assert model.mixers[0].conv.grad.abs().sum() > 0
+    assert model.blocks[0].mixer.conv.grad.abs().sum() > 0
     assert all(h.weight.grad.abs().sum() > 0 for h in readout.match_heads)
     assert readout.heads[0].weight.grad is None, "the colour heads are not part of this loss"
     assert ShopReadout(model).match_loss(batch).item() == 0.0   # nothing captured: no loss

@@ -112,7 +112,7 @@ def test_weight_decay_spares_the_tied_embedding_norms_and_vectors():
     decayed_names = {names[id(p)] for p in decayed["params"]}
     assert {"embed.weight", "final_norm.weight"} <= kept_names
     assert all(n.startswith("embed") or p.ndim == 1 for n, p in model.named_parameters() if n in kept_names)
-    assert "mlps.0.up.weight" in decayed_names and "mixers.0.qkv.weight" in decayed_names
+    assert "blocks.0.mlp.up.weight" in decayed_names and "blocks.0.mixer.qkv.weight" in decayed_names
     assert len(kept_names) + len(decayed_names) == len(list(model.parameters()))
 
 
