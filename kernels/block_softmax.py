@@ -12,7 +12,6 @@ With every q . k = 0 and z_h = log(L) the slot weighs L / (L + L) = 1/2. A query
 puts all its weight on the slot. scale defaults to D ** -0.5.
 """
 
-import os
 
 import torch
 
@@ -87,7 +86,7 @@ def block_softmax_with_history_torch(q, k, v, history, history_logit, scale=None
 
 
 def _triton_usable(tensors):
-    if not all(t.is_cuda for t in tensors) or os.environ.get("SPROUT_TRITON") == "0":
+    if not all(t.is_cuda for t in tensors):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False
@@ -98,10 +97,11 @@ def _triton_usable(tensors):
     return True
 
 
-def block_softmax_with_history(q, k, v, history, history_logit, scale=None, key_mask=None):
-    """Dispatch: the Triton forward on CUDA when no gradient is needed, the vectorised torch form otherwise."""
+def block_softmax_with_history(q, k, v, history, history_logit, scale=None, key_mask=None, use_triton=True):
+    """Dispatch: the Triton forward on CUDA when no gradient is needed (unless use_triton is False),
+    the vectorised torch form otherwise."""
     logit = torch.as_tensor(history_logit, device=q.device)
-    if _triton_usable((q, k, v, history, logit)):
+    if use_triton and _triton_usable((q, k, v, history, logit)):
         from kernels.triton_block_softmax import block_softmax_with_history_triton, triton_supports
 
         if triton_supports(q, v):

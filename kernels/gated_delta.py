@@ -10,12 +10,14 @@ Callers pass L2-normalised q and k; nothing here normalises them. States are flo
 """
 
 import math
-import os
+from typing import NamedTuple
 
 import torch
 
 __all__ = [
+    "ChunkedRun",
     "chunk_gated_delta_rule",
+    "chunk_gated_delta_rule_with_intermediates",
     "gated_delta_rule",
     "gated_delta_rule_ref",
     "gated_delta_step",
@@ -82,11 +84,52 @@ def gated_delta_rule_ref(q, k, v, g, beta, scale=None, initial_state=None):
     return o.to(out_dtype), S
 
 
-def chunk_gated_delta_rule(
-    q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, output_chunk_states=False,
-    output_chunk_values=False,
-):
+class ChunkedRun(NamedTuple):
+    """Everything the chunked form computes, in (B, T, ...) layout: the output in q's dtype, and
+    float32 final state (B, H, K, V), the state BEFORE each chunk (B, N, H, K, V), N = ceil(T / C),
+    V' (B, T, H, V) and the in-chunk cumulative log decay Gamma (B, T, H)."""
+
+    output: torch.Tensor
+    final_state: torch.Tensor
+    chunk_states: torch.Tensor
+    v_new: torch.Tensor
+    gamma: torch.Tensor
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16):
     """Chunked (WY / UT transform) form of the gated delta rule; plain torch, differentiable by autograd.
+
+    Returns (o (B, T, H, V) in q's dtype, final_state (B, H, K, V) float32). The maths is in `_chunked`;
+    `chunk_gated_delta_rule_with_intermediates` also returns what it computes on the way.
+    """
+    o, final_state, *_ = _chunked(q, k, v, g, beta, scale, initial_state, chunk_size)
+    return _from_chunks(o, q.shape[1]).to(q.dtype), final_state
+
+
+def chunk_gated_delta_rule_with_intermediates(q, k, v, g, beta, scale=None, initial_state=None,
+                                              chunk_size=16) -> ChunkedRun:
+    """`chunk_gated_delta_rule` plus the state before each chunk, V' and Gamma (see `ChunkedRun`).
+    With them the state after the first r tokens of chunk n follows without running the recurrence:
+
+        S_(n, r) = e^{Gamma_r} S_n + sum_{s <= r} e^{Gamma_r - Gamma_s} k_s v'_s^T
+
+    which is how block diffusion reads the state at a block start inside a chunk.
+    """
+    T = q.shape[1]
+    o, final_state, states_before, v_new, gamma = _chunked(q, k, v, g, beta, scale, initial_state, chunk_size)
+    return ChunkedRun(_from_chunks(o, T).to(q.dtype), final_state, states_before.transpose(0, 1),
+                      _from_chunks(v_new, T), _from_chunks(gamma[..., None], T)[..., 0])
+
+
+def _from_chunks(x, T):
+    """(N, B, H, C, D) -> (B, T, H, D): undo the chunk layout and the time padding."""
+    N, B, H, C, D = x.shape
+    return x.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, D)[:, :T]
+
+
+def _chunked(q, k, v, g, beta, scale, initial_state, chunk_size):
+    """The chunked form in chunk layout: o and V' (N, B, H, C, V), final state (B, H, K, V), the
+    states before each chunk (N, B, H, K, V), Gamma (N, B, H, C); all float32.
 
     Within a chunk of C tokens (rows r, s = 1..C), with state S at the chunk start and
     Gamma_r = g_1 + ... + g_r (cumulative log decay inside the chunk), unrolling the recurrence as
@@ -103,15 +146,6 @@ def chunk_gated_delta_rule(
     W, U and tril(Q K^T * D) depend on no state, so they are computed for all chunks at once; only the
     three state lines loop over chunks. Every exponent is <= 0, so nothing overflows.
     T need not be a multiple of C: the tail is padded with g = 0, beta = 0, k = 0, an identity step.
-
-    Returns (o (B, T, H, V) in q's dtype, final_state (B, H, K, V) float32), plus, when
-    output_chunk_states, chunk_states (B, N, H, K, V) float32 = the state BEFORE each chunk, N = ceil(T / C).
-    With output_chunk_values (implies chunk_states) also V' (B, T, H, V) and Gamma (B, T, H), float32:
-    the state after the first r tokens of chunk n is then, without running the recurrence,
-
-        S_(n, r) = e^{Gamma_r} S_n + sum_{s <= r} e^{Gamma_r - Gamma_s} k_s v'_s^T
-
-    which is how block diffusion reads the state at a block start inside a chunk.
     """
     _check_shapes(q, k, v, g, beta, initial_state)
     B, T, H, K = q.shape
@@ -130,7 +164,6 @@ def chunk_gated_delta_rule(
         x = x.reshape(B, N, C, H, *x.shape[3:])
         return x.permute(1, 0, 3, 2, *range(4, x.dim())).contiguous()
 
-    out_dtype = q.dtype
     q, k, v, g, beta = (to_chunks(x) for x in (q, k, v, g, beta))  # (N, B, H, C, K|V) and (N, B, H, C)
     gamma = g.cumsum(-1)  # (N, B, H, C)
     gamma_last = gamma[..., -1:]  # (N, B, H, 1); pads have g = 0 so this is the last real token's value
@@ -162,29 +195,20 @@ def chunk_gated_delta_rule(
         v_news.append(U_n - W_n @ S)  # (B, H, C, V)
         S = decay_n * S + k_end_n @ v_news[-1]
     if N == 0:
-        o = torch.zeros(B, 0, H, V, dtype=out_dtype, device=q.device)
-        if output_chunk_values:
-            return o, S, S.new_zeros(B, 0, H, K, V), S.new_zeros(B, 0, H, V), S.new_zeros(B, 0, H)
-        return (o, S, S.new_zeros(B, 0, H, K, V)) if output_chunk_states else (o, S)
+        empty = S.new_zeros(0, B, H, C, V)
+        return empty, S, S.new_zeros(0, B, H, K, V), empty, S.new_zeros(0, B, H, C)
     states_before = torch.stack(states)  # (N, B, H, K, V)
 
     q_decayed = q * (gamma[..., None].exp() * scale)  # (N, B, H, C, K)
     attn = (q @ k.transpose(-1, -2)) * (decay_causal * scale)  # (N, B, H, C, C)
     v_new = torch.stack(v_news)  # (N, B, H, C, V)
     o = q_decayed @ states_before + attn @ v_new  # (N, B, H, C, V)
-    o = o.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T].to(out_dtype)  # (B, T, H, V)
-    if not (output_chunk_states or output_chunk_values):
-        return o, S
-    if not output_chunk_values:
-        return o, S, states_before.transpose(0, 1)  # (B, N, H, K, V)
-    v_new_t = v_new.permute(1, 0, 3, 2, 4).reshape(B, N * C, H, V)[:, :T]
-    gamma_t = gamma.permute(1, 0, 3, 2).reshape(B, N * C, H)[:, :T]
-    return o, S, states_before.transpose(0, 1), v_new_t, gamma_t
+    return o, S, states_before, v_new, gamma
 
 
 def _triton_usable(tensors, initial_state):
     """The Triton forward runs on CUDA tensors when triton imports and nothing needs a gradient."""
-    if not all(t.is_cuda for t in tensors) or os.environ.get("SPROUT_TRITON") == "0":
+    if not all(t.is_cuda for t in tensors):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in [*tensors, initial_state] if t is not None):
         return False
@@ -195,13 +219,12 @@ def _triton_usable(tensors, initial_state):
     return True
 
 
-def gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, output_chunk_states=False):
-    """Dispatch: the Triton chunked forward on CUDA when no gradient is needed, the chunked torch form otherwise."""
-    if _triton_usable((q, k, v, g, beta), initial_state):
+def gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, use_triton=True):
+    """Dispatch -> (o, final_state): the Triton chunked forward on CUDA when no gradient is needed
+    (unless use_triton is False), the chunked torch form otherwise."""
+    if use_triton and _triton_usable((q, k, v, g, beta), initial_state):
         from kernels.triton_gdn import chunk_gated_delta_rule_triton, triton_supports
 
         if triton_supports(q, v, chunk_size):
-            return chunk_gated_delta_rule_triton(
-                q, k, v, g, beta, scale, initial_state, chunk_size, output_chunk_states
-            )
-    return chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, chunk_size, output_chunk_states)
+            return chunk_gated_delta_rule_triton(q, k, v, g, beta, scale, initial_state, chunk_size)
+    return chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, chunk_size)

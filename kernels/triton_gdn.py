@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["chunk_gated_delta_rule_triton", "triton_supports"]
+__all__ = ["chunk_gated_delta_rule_triton", "chunk_gated_delta_rule_triton_with_chunk_states", "triton_supports"]
 
 # with these bounds a program needs <= ~74 KB of shared memory (checked by compiling for sm_90)
 MAX_HEAD_DIM = 128
@@ -111,13 +111,23 @@ def _chunk_gdn_fwd_kernel(
     tl.store(ht_ptr + pid_bh * K * V + state_offsets, S, mask=state_mask)
 
 
-def chunk_gated_delta_rule_triton(
-    q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16, output_chunk_states=False
-):
-    """Same signature and results as kernels.gated_delta.chunk_gated_delta_rule; forward only (no autograd).
+def chunk_gated_delta_rule_triton(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16):
+    """Same signature and results as kernels.gated_delta.chunk_gated_delta_rule, (o, final_state);
+    forward only (no autograd).
 
     Math in fp32 (loads are upcast); tl.dot uses IEEE fp32 for fp32 inputs and TF32 for lower-precision inputs.
     """
+    o, final_state, _ = _launch(q, k, v, g, beta, scale, initial_state, chunk_size, store_chunk_states=False)
+    return o, final_state
+
+
+def chunk_gated_delta_rule_triton_with_chunk_states(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16):
+    """(o, final_state, chunk_states (B, N, H, K, V) float32 = the state BEFORE each chunk), as
+    kernels.gated_delta.chunk_gated_delta_rule_with_intermediates gives them."""
+    return _launch(q, k, v, g, beta, scale, initial_state, chunk_size, store_chunk_states=True)
+
+
+def _launch(q, k, v, g, beta, scale, initial_state, chunk_size, store_chunk_states):
     B, T, H, K = q.shape
     V = v.shape[-1]
     if not triton_supports(q, v, chunk_size):
@@ -132,7 +142,7 @@ def chunk_gated_delta_rule_triton(
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     o = torch.empty(B, T, H, V, dtype=torch.float32, device=q.device)
     final_state = torch.empty(B, H, K, V, dtype=torch.float32, device=q.device)
-    chunk_states = torch.empty(B, N, H, K, V, dtype=torch.float32, device=q.device) if output_chunk_states else None
+    chunk_states = torch.empty(B, N, H, K, V, dtype=torch.float32, device=q.device) if store_chunk_states else None
     h0 = initial_state.float().contiguous() if initial_state is not None else final_state  # dummy when absent
 
     BK = _pow2_at_least_16(K)
@@ -142,11 +152,8 @@ def chunk_gated_delta_rule_triton(
         q, k, v, g, beta, h0, o, final_state, chunk_states if chunk_states is not None else final_state,
         scale, T, H, K, V,
         CHUNK=C, BC=_pow2_at_least_16(C), BK=BK, BV=BV,
-        HAS_INITIAL_STATE=initial_state is not None, STORE_CHUNK_STATES=output_chunk_states,
+        HAS_INITIAL_STATE=initial_state is not None, STORE_CHUNK_STATES=store_chunk_states,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=4,
     )
-    o = o.to(q.dtype)
-    if output_chunk_states:
-        return o, final_state, chunk_states
-    return o, final_state
+    return o.to(q.dtype), final_state, chunk_states

@@ -9,7 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule, gated_delta_rule_ref, gated_delta_step
+from kernels.gated_delta import (
+    chunk_gated_delta_rule,
+    chunk_gated_delta_rule_with_intermediates,
+    gated_delta_rule,
+    gated_delta_rule_ref,
+    gated_delta_step,
+)
 from tests.triton_interpret import REPO, run_interpreted
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -62,8 +68,8 @@ CASES = [  # (T, chunk_size, with_state, decay)
 def test_chunked_matches_reference(T, chunk_size, with_state, decay):
     q, k, v, g, beta, state = make_inputs(T=T, K=16, V=32, decay=decay, with_state=with_state)
     o_ref, s_ref = gated_delta_rule_ref(q, k, v, g, beta, initial_state=state)
-    o, s, chunk_states = chunk_gated_delta_rule(
-        q, k, v, g, beta, initial_state=state, chunk_size=chunk_size, output_chunk_states=True
+    o, s, chunk_states, _, _ = chunk_gated_delta_rule_with_intermediates(
+        q, k, v, g, beta, initial_state=state, chunk_size=chunk_size
     )
     assert o.shape == o_ref.shape == (2, T, 2, 32)
     assert chunk_states.shape == (2, -(-T // chunk_size), 2, 16, 32)
@@ -77,8 +83,8 @@ def test_chunked_matches_reference(T, chunk_size, with_state, decay):
 def test_chunk_values_give_the_state_after_every_prefix(T, chunk_size):
     """S after token t, rebuilt from the chunk start state, V' and Gamma, equals the recurrence's."""
     q, k, v, g, beta, state = make_inputs(T=T, K=16, V=32)
-    _, _, chunk_states, v_new, gamma = chunk_gated_delta_rule(
-        q, k, v, g, beta, initial_state=state, chunk_size=chunk_size, output_chunk_values=True)
+    _, _, chunk_states, v_new, gamma = chunk_gated_delta_rule_with_intermediates(
+        q, k, v, g, beta, initial_state=state, chunk_size=chunk_size)
     assert v_new.shape == (2, T, 2, 32) and gamma.shape == (2, T, 2)
     for t in range(T):
         n, r = divmod(t, chunk_size)                   # token t is the (r+1)-th of chunk n
@@ -136,9 +142,11 @@ def test_scale_and_dtype():
 
 def test_dispatch_on_cpu_is_the_chunked_form():
     q, k, v, g, beta, state = make_inputs(T=10)
-    o, s, cs = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=4, output_chunk_states=True)
-    o2, s2, cs2 = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=4, output_chunk_states=True)
-    assert torch.equal(o, o2) and torch.equal(s, s2) and torch.equal(cs, cs2)
+    o, s = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=4)
+    o2, s2 = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=4)
+    run = chunk_gated_delta_rule_with_intermediates(q, k, v, g, beta, initial_state=state, chunk_size=4)
+    assert torch.equal(o, o2) and torch.equal(s, s2)
+    assert torch.equal(run.output, o) and torch.equal(run.final_state, s), "one computation, two views"
 
 
 def test_cpu_only_use_needs_no_triton():
@@ -187,13 +195,13 @@ TRITON_CASES = [  # (B, T, K, V, chunk_size, with_state)
 ]
 TRITON_SCRIPT = """
 import json, sys, torch
-from kernels.triton_gdn import chunk_gated_delta_rule_triton
+from kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
 from tests.test_kernels_gdn import TRITON_CASES, make_inputs, ref_chunk_states, rel_err, gated_delta_rule_ref
 results = []
 for B, T, K, V, C, with_state in TRITON_CASES:
     q, k, v, g, beta, state = make_inputs(B=B, T=T, H=2, K=K, V=V, with_state=with_state)
     o_ref, s_ref = gated_delta_rule_ref(q, k, v, g, beta, initial_state=state)
-    o, s, cs = chunk_gated_delta_rule_triton(q, k, v, g, beta, None, state, C, True)
+    o, s, cs = chunk_gated_delta_rule_triton_with_chunk_states(q, k, v, g, beta, None, state, C)
     results.append({"o": rel_err(o, o_ref), "final_state": rel_err(s, s_ref),
                     "chunk_states": rel_err(cs, ref_chunk_states(q, k, v, g, beta, state, C))})
 print(json.dumps(results))
@@ -222,9 +230,11 @@ def test_triton_interpreted_matches_reference(interpreted_errors, case):
 def test_triton_compiled_on_gpu_matches_reference(chunk_size):
     q, k, v, g, beta, state = (x.cuda() for x in make_inputs(B=2, T=70, H=4, K=64, V=64))
     o_ref, s_ref = gated_delta_rule_ref(q, k, v, g, beta, initial_state=state)
+    from kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
+
     with torch.no_grad():
-        o, s, cs = gated_delta_rule(
-            q, k, v, g, beta, initial_state=state, chunk_size=chunk_size, output_chunk_states=True
-        )
+        o, s = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=chunk_size)
+        _, _, cs = chunk_gated_delta_rule_triton_with_chunk_states(
+            q, k, v, g, beta, initial_state=state, chunk_size=chunk_size)
     assert rel_err(o, o_ref) <= 1e-4 and rel_err(s, s_ref) <= 1e-4
     assert rel_err(cs, ref_chunk_states(q, k, v, g, beta, state, chunk_size)) <= 1e-4

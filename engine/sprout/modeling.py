@@ -20,6 +20,7 @@ The same `_noisy` code serves training (many blocks per sequence, vectorised) an
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +30,7 @@ from transformers.conversion_mapping import register_checkpoint_conversion_mappi
 from transformers.core_model_loading import WeightRenaming
 
 from kernels.block_softmax import block_softmax_with_history
-from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule, gated_delta_step
+from kernels.gated_delta import chunk_gated_delta_rule_with_intermediates, gated_delta_rule, gated_delta_step
 
 from .cache import (
     AttentionContext,
@@ -46,6 +47,10 @@ from .cache import (
 from .config import SproutConfig
 
 GDN_CHUNK = 16  # chunk of the WY/UT form in the clean stream
+# SPROUT_TRITON=0 keeps Sprout on the torch kernels on CUDA too, so validation during GPU training
+# runs the code of the training steps (scripts/train_sprout_gpu.sh); by default the kernels use
+# Triton on CUDA when no gradient is needed.
+USE_TRITON = os.environ.get("SPROUT_TRITON") != "0"
 
 
 class RMSNorm(nn.Module):
@@ -189,14 +194,16 @@ class GatedDeltaLayer(nn.Module):
         mix, q, k, v, g, beta = self._features(x, tail)
         features = None
         if keep_features:
-            o, new_state, chunk_states, v_new, gamma = chunk_gated_delta_rule(
-                q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK, output_chunk_values=True)
-            features = ChunkFeatures(mix, k, chunk_states, v_new, gamma)
+            run = chunk_gated_delta_rule_with_intermediates(q, k, v, g, beta, initial_state=state,
+                                                            chunk_size=GDN_CHUNK)
+            o, new_state = run.output, run.final_state
+            features = ChunkFeatures(mix, k, run.chunk_states, run.v_new, run.gamma)
         elif n == 1 and state is not None:
             o, new_state = gated_delta_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], state)
             o = o[:, None]
         else:
-            o, new_state = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK)
+            o, new_state = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK,
+                                            use_triton=USE_TRITON)
         new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
         return self._output(o, x), DeltaState(new_state, new_tail, features)
 
@@ -241,7 +248,8 @@ class GatedDeltaLayer(nn.Module):
         flat = lambda t: t.reshape(B * NB, C, self.h, -1).transpose(1, 2)       # noqa: E731 (B*NB, H, C, D)
         q_scaled = q * self.block_logit_scale.exp()[:, None]
         hist_logit = (self.hist_bias + self.hist_lambda * math.log(C)).view(1, self.h, 1)
-        o = block_softmax_with_history(flat(q_scaled), flat(k), flat(v), flat(history), hist_logit, scale=1.0)
+        o = block_softmax_with_history(flat(q_scaled), flat(k), flat(v), flat(history), hist_logit, scale=1.0,
+                                       use_triton=USE_TRITON)
         o = o.transpose(1, 2).reshape(B, NB, C, self.h, self.d)
         return self._output(o, x)
 
