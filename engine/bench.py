@@ -184,6 +184,7 @@ def load_model(spec: str, device: str) -> Any:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("decode", help="decoding speed against the reference loops (engine/bench_decode.py)")
     agent = sub.add_parser("agent", help="success and speed on the held-out agent tasks")
     agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
     agent.add_argument("--baseline", help="model B, run interleaved with A")
