@@ -246,6 +246,11 @@ def model_problem(registry: ModelRegistry, name: str) -> str | None:
     """Why `name` cannot be used, without loading weights; None when it looks usable."""
     if name in registry.loaded_names():
         return None
+    try:
+        if catalog.resolve(name).family == "openai":
+            return None            # a model on a server: the server is asked when it is first used
+    except BackendError:
+        pass
     folder = catalog.models_dir() / name
     if name not in catalog.PRESETS_BY_NAME and not folder.exists() and not Path(name).expanduser().exists():
         return f"there is no folder {folder} (nor a preset of that name) yet; the bundled model may still be training."

@@ -23,15 +23,22 @@ import torch
 
 from engine.backends.base import Backend, BackendError
 from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
+from engine.backends.remote import PREFIX as REMOTE_PREFIX
+from engine.backends.remote import parse_spec
 
-FAMILIES = ("full_attention", "block_causal", "causal", "sprout")
+FAMILIES = ("full_attention", "block_causal", "causal", "sprout", "openai")
 # Backend knobs a preset may set (see the backend modules for what each means).
 OPTIONS = {
     "full_attention": ("attention",),
     "block_causal": ("mask_style", "store_flag", "use_cache"),
     "causal": (),
     "sprout": (),
+    "openai": ("kind", "api_key_env"),     # a model behind an OpenAI-compatible server (backends/remote.py)
 }
+# models/servers.json: models served elsewhere, listed in the pickers, each
+# {"name", "url", "model"[, "kind", "api_key_env", "description"]}; `openai:URL#MODEL` needs no entry.
+SERVERS_FILE = "servers.json"
+SERVER_KEYS = ("name", "url", "model", "kind", "api_key_env", "description")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -55,6 +62,8 @@ class Preset:
 
     @property
     def kind(self) -> str:
+        if self.family == "openai":
+            return self.options.get("kind", "autoregressive")
         if self.family == "sprout":
             return "autoregressive" if self.options.get("causal") else "diffusion"
         return {"causal": "autoregressive", "full_attention": "diffusion", "block_causal": "diffusion"}.get(
@@ -285,6 +294,9 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
 def resolve(name_or_path: str) -> Preset:
     """A preset name, a preset's hub id, a folder name under models/, or a folder path -> Preset."""
     key = str(name_or_path).strip()
+    if key.startswith(REMOTE_PREFIX):
+        parse_spec(key)
+        return Preset(key, "openai", key, description="A model behind an OpenAI-compatible server.")
     if key in PRESETS_BY_NAME or any(p.hf_id == key for p in PRESETS):
         preset = PRESETS_BY_NAME.get(key) or next(p for p in PRESETS if p.hf_id == key)
         copy = models_dir() / preset.name
@@ -294,6 +306,9 @@ def resolve(name_or_path: str) -> Preset:
     for candidate in (Path(key).expanduser(), models_dir() / key):
         if key and candidate.is_dir():
             return local_preset(candidate)
+    servers = server_presets()
+    if key in servers:
+        return servers[key]
     names = ", ".join(p.name for p in PRESETS)
     raise BackendError(f"Unknown model '{key}': not a preset (choose one of {names}) and not a folder.")
 
@@ -323,6 +338,34 @@ def list_models() -> list[dict[str, Any]]:
                         "defaults": {}, "broken": problem})
             continue
         out.append(_describe(preset, "local", _has_weights(folder)))
+    try:
+        out += [_describe(p, "remote", True) for p in server_presets().values()]
+    except BackendError as exc:
+        out.append({"name": SERVERS_FILE, "family": "openai", "kind": "unknown", "source": "remote",
+                    "available": False, "description": f"Broken: {exc}", "path": None, "defaults": {},
+                    "broken": str(exc)})
+    return out
+
+
+def server_presets() -> dict[str, Preset]:
+    """The entries of models/servers.json by name (none when the file is absent)."""
+    path = models_dir() / SERVERS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"{path} is unreadable ({exc}).") from exc
+    out = {}
+    for row in rows if isinstance(rows, list) else [None]:
+        if not isinstance(row, dict) or not {"name", "url", "model"} <= set(row) or set(row) - set(SERVER_KEYS):
+            raise BackendError(f"{path}: each entry needs name, url and model (and may set kind, api_key_env, "
+                               "description), nothing else.")
+        spec = f"{REMOTE_PREFIX}{str(row['url']).rstrip('/')}#{row['model']}"
+        parse_spec(spec)
+        options = {k: row[k] for k in ("kind", "api_key_env") if k in row}
+        out[row["name"]] = Preset(row["name"], "openai", spec, options=options,
+                                  description=row.get("description") or f"{row['model']} served at {row['url']}.")
     return out
 
 
@@ -339,6 +382,11 @@ def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
 def load_backend(name_or_path: str, device: str = "auto") -> Backend:
     """A ready backend for a preset name or a model folder; a BackendError sentence otherwise."""
     preset = resolve(name_or_path)
+    if preset.family == "openai":
+        from engine.backends import remote
+
+        return remote.load(preset.hf_id, name=preset.name, kind=preset.options.get("kind"),
+                           api_key_env=preset.options.get("api_key_env", remote.API_KEY_ENV))
     if preset.family == "sprout":
         return _load_sprout(preset, device)
     if preset.family not in FAMILIES:

@@ -53,6 +53,8 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
             f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
             f"or the generation length."
         )
+    if getattr(backend, "remote", False):      # served elsewhere (engine/backends/remote.py)
+        return backend.stream(prompt, config)
     if backend.family == "diffusion":
         return _diffusion(backend, prompt, config)
     if backend.family == "autoregressive":

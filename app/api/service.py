@@ -24,10 +24,11 @@ from engine.trace import ConfigError, Frame, Result
 from sessions import StoreError
 
 from ..settings import DEFAULTS as PAGE_DEFAULTS
-from .protocol import ApiError, ChatRequest, tools_system_text
+from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, tools_system_text
 
 log = logging.getLogger("diffusion_playground.api")
-FALLBACK_DEFAULTS = dict(PAGE_DEFAULTS)      # the page's controls, for models outside the catalog
+# the page's controls (GenerationConfig fields only), for models outside the catalog
+FALLBACK_DEFAULTS = {k: v for k, v in PAGE_DEFAULTS.items() if k in CONFIG_FIELDS}
 STREAMED_KINDS = ("diffusion", "autoregressive")
 
 
@@ -81,7 +82,8 @@ class ChatService:
         """The model's own decoding defaults (its catalog entry), after checking it exists (404)."""
         self.backend(name)
         try:
-            return dict(catalog.resolve(name).defaults) or dict(FALLBACK_DEFAULTS)
+            defaults = {k: v for k, v in catalog.resolve(name).defaults.items() if k in CONFIG_FIELDS}
+            return defaults or dict(FALLBACK_DEFAULTS)
         except BackendError:
             return dict(FALLBACK_DEFAULTS)     # a backend handed to the app, not in the catalog
 
@@ -169,14 +171,13 @@ class ChatService:
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         title = " ".join((users[-1] if users else "API call").split())[:80] or "API call"
         calls = split_tool_calls(result.text)[1] if request.parse_tools else []
-        try:
-            conversation = store.create_conversation(
-                "api", title, model=request.model,
-                meta={"stream": request.stream, "diffusing": request.diffusing, "tools": len(request.tools)})
-            for m in request.messages:
-                store.add_turn(conversation, m["role"], m["content"])
-            store.add_turn(conversation, "assistant", result.text, generation=result, config=request.config,
-                           model=request.model, tool_calls=[{"step": i, **c} for i, c in enumerate(calls)])
+        turns = [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        turns.append({"role": "assistant", "content": result.text, "generation": result, "config": request.config,
+                      "model": request.model, "tool_calls": [{"step": i, **c} for i, c in enumerate(calls)]})
+        try:   # the question and the answer land together, in one transaction
+            store.save_exchange(None, turns, kind="api", title=title, model=request.model,
+                                meta={"stream": request.stream, "diffusing": request.diffusing,
+                                      "tools": len(request.tools)})
         except (StoreError, ValueError) as error:
             log.warning("an API call was answered but not stored: %s", error)
 
