@@ -1,5 +1,5 @@
 """The types every part of the playground speaks: a generation config, one Frame per
-model forward, and the Result of a whole generation (DESIGN.md, "The one data path")."""
+model forward, and the Result of a whole generation (docs/ARCHITECTURE.md, "The one data path")."""
 
 from __future__ import annotations
 
@@ -10,12 +10,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
 from engine.samplers import RENAMED_SAMPLERS, SAMPLERS
-
-
-class ConfigError(ValueError):
-    """A setting a person chose that cannot work; the message is a sentence for them."""
-
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
 MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer

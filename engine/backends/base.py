@@ -13,9 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-
-class BackendError(RuntimeError):
-    """A model could not be loaded or run; the message is a sentence for a person."""
+from engine.errors import BackendError  # noqa: F401  (defined there; callers import it from here too)
 
 
 @runtime_checkable
