@@ -185,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("decode", help="decoding speed against the reference loops (engine/bench_decode.py)")
+    sub.add_parser("api", help="load on an OpenAI-compatible server: req/s, TTFT, tok/s (engine/bench_api.py)")
     agent = sub.add_parser("agent", help="success and speed on the held-out agent tasks")
     agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
     agent.add_argument("--baseline", help="model B, run interleaved with A")
@@ -217,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         from engine.bench_decode import main as decode_main
 
         return decode_main(argv[1:])
+    if argv[:1] == ["api"]:                                                    # its own parser: engine/bench_api.py
+        from engine.bench_api import main as api_main
+
+        return api_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,

@@ -142,3 +142,18 @@ def test_servers_json_is_the_catalog_entry_form(served, tmp_path, monkeypatch):
     (tmp_path / "servers.json").write_text(json.dumps([{"name": "x", "url": served[2]}]))
     broken = [r for r in catalog.list_models() if r["source"] == "remote"]
     assert broken and "needs name, url and model" in broken[0]["broken"]
+
+
+def test_bench_api_measures_each_client_count(served, capsys):
+    from engine import bench
+
+    assert bench.main(["api", "--url", served[2], "--model", "fake-bd", "--clients", "1,3", "--requests", "4",
+                       "--max-tokens", "96", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [lv["clients"] for lv in report["levels"]] == [1, 3]
+    for level in report["levels"]:
+        assert level["requests"] == level["ok"] == 4 and level["errors"] == 0
+        assert 0 < level["ttft_p50_s"] <= level["ttft_p95_s"] <= level["total_p95_s"]
+        assert level["completion_tokens"] == 4 * len(ANSWER) and level["requests_per_s"] > 0
+    assert bench.main(["api", "--url", served[2], "--model", "nope", "--requests", "1"]) == 1
+    assert "warm-up request" in capsys.readouterr().err
