@@ -168,3 +168,41 @@ def test_control_raw_insertion_trips_every_detector(browser, tmp_path):
     bare.wait_for_timeout(1000)
     assert any(EVIL in u for u in watch.outside()), watch.requests
     bare.close()
+
+
+PAGE_ANSWER = ('```html\n<!DOCTYPE html><html><body><h1>Preview works</h1>'
+               '<img id="inj-preview" src="http://127.0.0.2/p.png"></body></html>\n```')
+
+
+def test_error_toast_and_sandboxed_preview_under_the_policy(browser, tmp_path):
+    """A toast quoting markup shows it as text (escaped on its way to the browser only); the
+    sandboxed srcdoc preview of an HTML answer still renders under the page's policy, and its
+    off-app image is not fetched."""
+    from playwright.sync_api import expect
+
+    backends = {"fake-bd": FakeDiffusionBackend(PAGE_ANSWER, name="fake-bd"),
+                "fake-ar": FakeARBackend("Hello.", name="fake-ar")}
+    ctx = fake_context(tmp_path, backends=backends)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        watch = Detectors(page, url)
+        page.goto(url)
+        set_number(page, "chat-gen-length", 256)
+        set_number(page, "chat-pace-ms", 0)
+        page.locator("#prompt textarea").fill("A page, please.")
+        page.locator("#send").click()
+        expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
+        page.locator("#export").click()
+        preview = page.frame_locator("#export-preview iframe")
+        expect(preview.locator("h1")).to_have_text("Preview works", timeout=30_000)
+        assert watch.outside() == [] and watch.dialogs == []
+
+        page.get_by_role("tab", name="Models").click()
+        name = 'nope <b id="inj-toast">x</b> & it\'s'
+        page.locator("#load-name textarea, #load-name input").first.fill(name)
+        page.get_by_role("button", name="Load").first.click()
+        toast = page.locator('[data-testid="toast-body"]')
+        expect(toast).to_contain_text(f"Unknown model '{name}'", timeout=20_000)
+        assert watch.injected() == 0 and watch.outside() == []
+        page.close()
+    ctx.close()
