@@ -10,6 +10,7 @@ import gradio as gr
 from markupsafe import Markup
 
 from engine.backends.base import BackendError
+from visualizer.escape import markdown_text
 
 from .messages import user_error
 from .state import AppContext
@@ -60,7 +61,7 @@ class ModelsHandlers:
         except BackendError as exc:
             raise user_error(str(exc)) from None
         mask = f", mask id {backend.mask_id}" if backend.family == "diffusion" else ""
-        return (f"Loaded **{Markup.escape(name)}**: {backend.family}{mask}, context {backend.max_length} tokens, "
+        return (f"Loaded **{markdown_text(name)}**: {backend.family}{mask}, context {backend.max_length} tokens, "
                 f"on {backend.device}.")
 
 
