@@ -6,14 +6,21 @@
 # this script uses the current one throughout:
 #
 #     bash scripts/train_sprout_gpu.sh [AR_MINUTES] [BD_MINUTES] [BD2_MINUTES]
+#     PHRASING=train bash scripts/train_sprout_gpu.sh ...   # the instruction grammar's corpus
+#
+# PHRASING=train trains on grammar-worded requests with two-goal and outside-the-world
+# transcripts (engine/world/grammar.py; the old templates are one family of it), for the
+# held-out phrasing benchmark (engine.bench agent --task-set phrasing; models/README.md).
 #
 # On an H200 the AR twin trains at ~1 M tokens/s and the BD twin at ~0.2-0.25 M tokens/s.
 set -euo pipefail
 PY=${PYTHON:-python3}
 ar_min=${1:-3.5}; bd_min=${2:-3.2}; bd2_min=${3:-2.9}
 export SPROUT_TRITON=0   # training and validation on the torch kernels (the Triton ones are forward-only)
+phrasing=${PHRASING:-template}
 corpus=data/corpus-train-gpu.jsonl
-[ -f $corpus ] || $PY -m training.corpus --split train --n 120000 --seed 0 --out $corpus
+[ "$phrasing" = template ] || corpus=data/corpus-train-gpu-$phrasing.jsonl
+[ -f $corpus ] || $PY -m training.corpus --split train --phrasing "$phrasing" --n 120000 --seed 0 --out $corpus
 # --row-colour-weight: the colour read-out (training/readout.py) that lifted the BD twin's
 # row choice from 72 % to 92 % on the CPU (models/README.md, session 7); --row-match-weight and
 # --decision-weight: the row-match read-out and the 4x weight on the call after a search result
