@@ -13,12 +13,19 @@ from gradio_client import Client
 
 from app.csp import add_nonce, policy
 from app.toasts import escape_event
-from tests.e2e.app_fakes import fake_context, running_app
+from tests.e2e.app_fakes import fake_backends, fake_context, running_app
+from tests.fakes import FakeDiffusionBackend
+
+
+class FailsAtFirstForward(FakeDiffusionBackend):
+    def denoise(self, *args):
+        raise RuntimeError("CUDA error: device-side assert triggered")
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ctx = fake_context(tmp_path_factory.mktemp("errors"))
+    backends = {**fake_backends(), "fake-broken": FailsAtFirstForward("never", name="fake-broken")}
+    ctx = fake_context(tmp_path_factory.mktemp("errors"), backends=backends)
     with running_app(ctx) as (_demo, url):
         yield ctx, url, Client(url, analytics_enabled=False, verbose=False)
     ctx.close()
@@ -97,3 +104,11 @@ def test_browser_events_escape_message_fields_only():
     log = json.loads(escape_event(b'data: {"msg": "log", "log": "a < b", "level": "warning"}')[6:])
     assert log == {"msg": "log", "log": "a &lt; b", "level": "warning"}
     assert escape_event(b": ping") == b": ping"
+
+
+def test_a_run_that_fails_at_its_first_forward_stores_nothing(app):
+    ctx, _url, client = app
+    before = len(ctx.store.list_conversations(limit=1000))
+    text = error_text(client, *chat_args(client, Model="fake-broken"), api_name="/chat")
+    assert "RuntimeError" in text and "Traceback" not in text
+    assert len(ctx.store.list_conversations(limit=1000)) == before
