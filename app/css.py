@@ -28,6 +28,11 @@ APP_CSS = """
 # its default light-theme grey (#bbbbc2) reads at 1.9:1 on white.
 CONTRAST_CSS = """
 .gradio-container { --body-text-color-subdued: #52525b; --block-info-text-color: #52525b; }
+/* the theme's orange and red under white or on white text read at 2.8-3.8:1; one shade darker reads >= 4.5:1 */
+body .gradio-container { --color-accent: #c2410c; --button-primary-background-fill: #c2410c;
+  --button-primary-background-fill-hover: #9a3412; --button-cancel-background-fill: #b91c1c;
+  --button-cancel-background-fill-hover: #991b1b; }
+.gradio-container button[role="tab"].selected { color: #c2410c; }
 .dark .gradio-container { --body-text-color-subdued: #a1a1aa; --block-info-text-color: #a1a1aa; }
 .gradio-container .info-text, .gradio-container .min_value, .gradio-container .max_value { color: #52525b; }
 .dark .gradio-container .info-text, .dark .gradio-container .min_value, .dark .gradio-container .max_value {

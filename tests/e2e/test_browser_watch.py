@@ -1,0 +1,156 @@
+"""In headless Chromium: an answer can be watched (the playback pace), replayed from round 0, and
+read (aria-live status, "new" marked by more than colour, text contrast >= 4.5:1); the exported
+HTML replay opens on round 0 and plays for at least 2 s at its default speed.
+
+The pace test drives the bundled Sprout-BD (models/sprout-bd, in the repository) at the
+playground's default settings; it is skipped with a reason when that folder does not load.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.app_fakes import fake_context, running_app
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+SNAPSHOT_MS = 40                                    # how often the page is read (NOTES.md, "Browser tests")
+CONTRAST_JS = (Path(__file__).parent / "contrast.js").read_text(encoding="utf-8")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+def panel_states(page, selector: str, until: str, timeout_s: float = 90.0) -> tuple[list[str], float]:
+    """Distinct texts of `selector` read every SNAPSHOT_MS until its text starts with `until`
+    (after at least one other state); and the seconds from the first change to that end."""
+    states: list[str] = []
+    first_change = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = page.evaluate(f"(document.querySelector({selector!r}) || document.body).innerText")
+        if not states or states[-1] != text:
+            states.append(text)
+            if len(states) == 2:
+                first_change = time.monotonic()
+            if len(states) > 1 and text.startswith(until):
+                return states, time.monotonic() - (first_change or time.monotonic())
+        page.wait_for_timeout(SNAPSHOT_MS)
+    raise AssertionError(f"{selector} never reached {until!r}; last: {states[-1][:200]!r}")
+
+
+def sprout_context(tmp_path):
+    from app.state import AppContext, ModelRegistry
+    from engine.backends.base import BackendError
+
+    try:
+        sprout = ModelRegistry(device="cpu").get("sprout-bd")
+    except BackendError as exc:
+        pytest.skip(f"the bundled Sprout-BD does not load here: {exc}")
+    return AppContext.create(tmp_path / "sessions.db", model="sprout-bd", baseline="sprout-bd",
+                             preloaded={"sprout-bd": sprout}, watch=False)
+
+
+def test_an_answer_at_default_settings_shows_at_least_eight_states_over_a_second(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = sprout_context(tmp_path)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        page.goto(url)
+        example = page.locator("#chat-examples button, #chat-examples [role=button], #chat-examples td").first
+        expect(example).to_be_visible(timeout=20_000)
+        example.click()                                   # an example prompt from the model's card
+        page.locator("#send").click()
+        states, seconds = panel_states(page, "#live-panel", "finished")
+        # a screen reader hears the run's status; "new this round" is underlined as well as coloured
+        assert page.locator('#live-panel [role="status"][aria-live="polite"]').count() == 1
+        page.close()
+    ctx.close()
+    assert len(states) >= 8, states
+    assert seconds >= 1.0, (seconds, states)
+
+
+def test_replay_plays_the_answer_again_from_round_zero(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = fake_context(tmp_path)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        page.goto(url)
+        page.locator("#prompt textarea").fill("Say hi")
+        page.locator("#send").click()
+        expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=30_000)
+        frames = int(page.locator("#scrubber input[type=number]").input_value())
+        # the finished run also draws two plotly figures; on a busy CPU that holds the page's
+        # main thread for seconds, and the replay's first rounds would land while it is blocked
+        expect(page.locator(".js-plotly-plot").nth(1)).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1000)
+        page.locator("#replay").click()
+        states, seconds = panel_states(page, "#live-panel", "finished")
+        page.close()
+    ctx.close()
+    assert any("before the first forward" in s for s in states)
+    assert len(states) >= frames + 1 and seconds >= (frames - 1) * 0.15, (frames, seconds)
+
+
+def test_text_contrast_and_new_tokens_marked_by_more_than_colour(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = fake_context(tmp_path, delay_s=0.05)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        page.goto(url)
+        page.locator("#prompt textarea").fill("Say hi")
+        page.locator("#send").click()
+        expect(page.locator("#live-panel .dp-cell.dp-new").first).to_be_visible(timeout=30_000)
+        expect(page.locator("#live-panel .dp-legend")).to_contain_text("decided by this forward")
+        expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=30_000)
+        # the legend's "new" key is drawn by the same CSS rule as a new cell (visualizer/grid.py)
+        new = page.locator("#live-panel .dp-legend .dp-key-new")
+        style = new.evaluate("e => { const s = getComputedStyle(e); return [s.textDecorationLine, s.borderStyle]; }")
+        assert style == ["underline", "dashed"]
+        page.locator("#chat-how-it-works").click()                 # the explanation's text is checked too
+        page.wait_for_timeout(500)
+        rows = page.evaluate(CONTRAST_JS)
+        page.close()
+    ctx.close()
+    low = [r for r in rows if r["ratio"] < 4.5]
+    assert len(rows) > 100 and low == [], low[:10]
+    assert any("Tokens the model may write" in r["text"] for r in rows)        # the info lines were measured
+
+
+def test_exported_replay_opens_on_round_zero_and_plays_for_two_seconds(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    from tests.test_visualizer_traces import CONFIG, make_result
+    from visualizer import standalone_replay_html
+
+    path = tmp_path / "replay.html"
+    path.write_text(standalone_replay_html(make_result(), "t", "p", "m", CONFIG), encoding="utf-8")
+    page = browser.new_context(offline=True).new_page()
+    page.goto(path.as_uri())
+    expect(page.locator("#readout")).to_contain_text("before the first forward")
+    assert page.locator("#grid .dp-mask").count() == 8 and page.locator("#scrubber").input_value() == "0"
+    last = page.locator("#scrubber").get_attribute("max")
+    started = time.monotonic()
+    page.locator("#play").click()
+    expect(page.locator("#scrubber")).to_have_value(last, timeout=20_000)
+    assert time.monotonic() - started >= 2.0
+    page.close()
