@@ -112,3 +112,19 @@ def test_a_run_that_fails_at_its_first_forward_stores_nothing(app):
     text = error_text(client, *chat_args(client, Model="fake-broken"), api_name="/chat")
     assert "RuntimeError" in text and "Traceback" not in text
     assert len(ctx.store.list_conversations(limit=1000)) == before
+
+
+def test_a_chat_exchange_is_saved_in_one_transaction(app, monkeypatch):
+    """The chat's save goes through save_exchange: the per-turn writes are not used at all."""
+    ctx, _url, client = app
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a chat must not save turn by turn")
+
+    monkeypatch.setattr(ctx.store, "add_turn", refuse)
+    monkeypatch.setattr(ctx.store, "create_conversation", refuse)
+    before = {c["id"] for c in ctx.store.list_conversations(limit=1000)}
+    client.predict(*chat_args(client, Message="Say hi"), api_name="/chat")
+    new = [c for c in ctx.store.list_conversations(limit=1000) if c["id"] not in before]
+    assert len(new) == 1
+    assert [t["role"] for t in ctx.store.get_conversation(new[0]["id"])["turns"]] == ["user", "assistant"]
