@@ -197,3 +197,32 @@ def test_launch_refuses_a_network_host_without_a_key(capsys):
     assert launch.api_refusal(launch.parse_args(["--host", "0.0.0.0", "--api-key", "k"])) is None
     assert launch.api_refusal(launch.parse_args(["--host", "0.0.0.0", "--no-api"])) is None
     assert launch.api_refusal(launch.parse_args([])) is None
+
+
+def test_an_api_session_replays_in_the_sessions_tab(served, client):
+    from app.sessions_tab import SessionsHandlers
+
+    ctx = served[0]
+    reply = ask(client, extra_body={**SPREAD, "diffusing": True}, stream=True)
+    list(reply)
+    newest = ctx.store.list_conversations(kind="api", limit=1)[0]
+    sessions = SessionsHandlers(ctx)
+    transcript, turns, conversation, _status = sessions.open(str(newest["id"]))
+    assert "What is the answer?" in transcript and conversation["kind"] == "api"
+    view, _scrubber, panel, _heatmap, _commits = sessions.show_turn(conversation, turns.value)
+    stored = conversation["turns"][-1]["generation"]
+    assert len(view.frames) == len(stored.frames) >= 4 and "dp-grid" in panel
+
+
+def test_a_client_that_goes_away_stops_the_model(client):
+    import time
+
+    long = {"gen_length": 256, "block_size": 8, "steps": 8, "sampler": "low_confidence"}   # 256 forwards, ~13 s
+    stream = client.chat.completions.create(model="slow-bd", messages=MESSAGES, stream=True, extra_body=long)
+    chunks = iter(stream)
+    next(chunks), next(chunks)
+    stream.close()
+    started = time.perf_counter()
+    short = client.chat.completions.create(model="slow-bd", messages=MESSAGES, extra_body=SPREAD)
+    assert short.choices[0].message.content == ANSWER
+    assert time.perf_counter() - started < 5.0          # it did not wait out the abandoned run
