@@ -30,6 +30,7 @@ _NUMBERS = {
     "temperature": ("Temperature", "a number of 0 (greedy) or more", lambda x: x >= 0.0),
     "top_p": ("Top-p", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
 }
+# every bool field is a switch; these have labels of their own, the rest read as their name
 _SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Untempered confidence",
              "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
 
@@ -137,8 +138,9 @@ class GenerationConfig:
         setting is fine on its own."""
         out = [p for p in (_whole_problem(self, name) for name in _WHOLE) if p]
         out += [p for p in (_number_problem(self, name) for name in _NUMBERS) if p]
-        out += [f"{label} must be on or off (true or false), got {_shown(getattr(self, name))}."
-                for name, label in _SWITCHES.items() if not isinstance(getattr(self, name), bool)]
+        switches = [f.name for f in dataclasses.fields(self) if isinstance(f.default, bool)]
+        out += [f"{_SWITCHES.get(name, name.replace('_', ' ').capitalize())} must be on or off (true or false), "
+                f"got {_shown(getattr(self, name))}." for name in switches if not isinstance(getattr(self, name), bool)]
         known_sampler = isinstance(self.sampler, str) and self.sampler in SAMPLERS
         if not known_sampler:
             out.append(f"Unknown sampler {_shown(self.sampler)}; choose one of {', '.join(SAMPLERS)}."

@@ -106,3 +106,10 @@ def test_many_problems_are_cut_to_a_short_message():
 
 def test_largest_seed_is_accepted():
     assert GenerationConfig(seed=MAX_SEED).seed == MAX_SEED
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(GenerationConfig) if isinstance(f.default, bool)])
+def test_every_switch_takes_only_true_or_false(name):
+    with pytest.raises(ConfigError, match=r"must be on or off \(true or false\), got 1\.$") as caught:
+        GenerationConfig(**{name: 1})
+    check_message(str(caught.value))
