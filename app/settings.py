@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.catalog import bundled_decoding
 from engine.samplers import SAMPLERS
-from engine.trace import ConfigError, GenerationConfig
+from engine.trace import ConfigError, GenerationConfig, shown_value
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.
 RANGES = {
@@ -35,20 +35,22 @@ SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]
 
 def _whole(name: str, value: Any) -> int:
     """Sliders and number boxes may hand over 16.0 or "16"; anything else is the person's mistake."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value                     # exact: float() would round a large seed, or overflow
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a whole number, got {value!r}.") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name} must be a whole number, got {shown_value(value)}.") from None
     if not number.is_integer():
-        raise ConfigError(f"{name} must be a whole number, got {value!r}.")
+        raise ConfigError(f"{name} must be a whole number, got {shown_value(value)}.")
     return int(number)
 
 
 def _real(name: str, value: Any) -> float:
     try:
         return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number, got {value!r}.") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name} must be a number, got {shown_value(value)}.") from None
 
 
 def config_from_controls(gen_length: Any, block_size: Any, steps: Any, sampler: Any, threshold: Any,

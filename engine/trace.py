@@ -35,7 +35,7 @@ _SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Unt
              "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value as a person can read it in one short phrase: never an object's repr."""
     if isinstance(value, bool) or value is None:
         text = str(value)
@@ -56,7 +56,7 @@ def _whole_problem(config: GenerationConfig, name: str) -> str | None:
     value = getattr(config, name)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value <= high:
         return None
-    return f"{label} must be a whole number from {low} to {high:,}, got {_shown(value)}."
+    return f"{label} must be a whole number from {low} to {high:,}, got {shown_value(value)}."
 
 
 def _number_problem(config: GenerationConfig, name: str) -> str | None:
@@ -69,7 +69,7 @@ def _number_problem(config: GenerationConfig, name: str) -> str | None:
             number = math.nan
         if math.isfinite(number) and fits(number):
             return None
-    return f"{label} must be {allowed}, got {_shown(value)}."
+    return f"{label} must be {allowed}, got {shown_value(value)}."
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
@@ -96,7 +96,7 @@ def _reject_unknown(values: dict[Any, Any]) -> None:
     known = [f.name for f in dataclasses.fields(GenerationConfig)]
     unknown = [key for key in values if key not in known]
     if unknown:
-        names = ", ".join(key if isinstance(key, str) and key.isidentifier() and len(key) <= 40 else _shown(key)
+        names = ", ".join(key if isinstance(key, str) and key.isidentifier() and len(key) <= 40 else shown_value(key)
                           for key in unknown[:3]) + (" and more" if len(unknown) > 3 else "")
         message = f"Unknown setting(s) {names}."
         listing = f" The generation settings are {', '.join(known)}."
@@ -138,14 +138,15 @@ class GenerationConfig:
         setting is fine on its own."""
         out = [p for p in (_whole_problem(self, name) for name in _WHOLE) if p]
         out += [p for p in (_number_problem(self, name) for name in _NUMBERS) if p]
-        switches = [f.name for f in dataclasses.fields(self) if isinstance(f.default, bool)]
+        switches = [f.name for f in dataclasses.fields(self)
+                    if isinstance(f.default, bool) and not isinstance(getattr(self, f.name), bool)]
         out += [f"{_SWITCHES.get(name, name.replace('_', ' ').capitalize())} must be on or off (true or false), "
-                f"got {_shown(getattr(self, name))}." for name in switches if not isinstance(getattr(self, name), bool)]
+                f"got {shown_value(getattr(self, name))}." for name in switches]
         known_sampler = isinstance(self.sampler, str) and self.sampler in SAMPLERS
         if not known_sampler:
-            out.append(f"Unknown sampler {_shown(self.sampler)}; choose one of {', '.join(SAMPLERS)}."
+            out.append(f"Unknown sampler {shown_value(self.sampler)}; choose one of {', '.join(SAMPLERS)}."
                        if isinstance(self.sampler, str) else
-                       f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {_shown(self.sampler)}.")
+                       f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {shown_value(self.sampler)}.")
         if out:
             return out
         if self.gen_length % self.block_size:
@@ -208,7 +209,7 @@ class GenerationConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GenerationConfig:
         if not isinstance(values, dict):
-            raise ConfigError(f"Generation settings must be a mapping of names to values, got {_shown(values)}.")
+            raise ConfigError(f"Generation settings must be a mapping of names to values, got {shown_value(values)}.")
         _reject_unknown(values)
         return cls(**values)
 
