@@ -137,6 +137,12 @@ def test_servers_json_is_the_catalog_entry_form(served, tmp_path, monkeypatch):
         {"name": "our-bd", "url": served[2], "model": "fake-bd", "kind": "diffusion"}]))
     rows = {r["name"]: r for r in catalog.list_models()}
     assert rows["our-bd"]["kind"] == "diffusion" and rows["our-bd"]["source"] == "remote"
+    from app.state import AppContext, ModelRegistry
+
+    assert ("our-bd (diffusion)", "our-bd") in ModelRegistry().choices(("diffusion",))     # the picker offers it
+    ctx = AppContext.create(tmp_path / "s.db", model="our-bd", baseline=spec(served, "fake-ar"), watch=False)
+    assert ctx.notices == [] and ctx.registry.get(spec(served, "fake-ar")).family == "autoregressive"
+    ctx.close()
     backend = catalog.load_backend("our-bd")
     assert backend.name == "our-bd" and run(backend, backend.encode_chat(MESSAGES), CONFIG).text == ANSWER
     (tmp_path / "servers.json").write_text(json.dumps([{"name": "x", "url": served[2]}]))
