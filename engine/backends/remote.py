@@ -93,6 +93,7 @@ class RemoteBackend:
         self.eos_ids, self.pad_id = frozenset({EOS}), PAD
         self.max_length = 1 << 30          # the server checks its own context
         self.vocab = PieceVocab()
+        self.tools_refused = False
 
     # -- Backend protocol -------------------------------------------------------------------------
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
@@ -136,8 +137,9 @@ class RemoteBackend:
         frames: list[Frame] = []
         canvas: list[int] = []
         text, usage, finish, calls = "", None, None, {}
+        body = self.request(messages, config)
         try:
-            chunks = self.client().chat.completions.create(**self.request(messages, config))
+            chunks = self._create(body)
         except openai.APIError as error:
             raise _sentence(error, self) from None
         try:
@@ -185,6 +187,22 @@ class RemoteBackend:
         if usage is not None:
             result.stats = _with_usage(result.stats, usage, self.family)
         return result
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        """The streamed call. A server started without tool calling (vLLM without
+        --enable-auto-tool-choice) refuses `tools` with a 400: ask again without them, and from
+        then on, so the model still answers (its calls then arrive as text, if it writes them)."""
+        import openai
+
+        client = self.client()
+        if not self.tools_refused:
+            try:
+                return client.chat.completions.create(**body)
+            except openai.BadRequestError as error:
+                if "tool" not in str(error).lower():
+                    raise
+                self.tools_refused = True
+        return client.chat.completions.create(**{k: v for k, v in body.items() if k != "tools"})
 
     def _round(self, rounds: dict[str, Any], before: list[int], started: float) -> tuple[list[int], Frame]:
         """One denoising round from the server's `diffusion` field -> (canvas, Frame)."""

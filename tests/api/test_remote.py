@@ -163,3 +163,31 @@ def test_bench_api_measures_each_client_count(served, capsys):
         assert level["completion_tokens"] == 4 * len(ANSWER) and level["requests_per_s"] > 0
     assert bench.main(["api", "--url", served[2], "--model", "nope", "--requests", "1"]) == 1
     assert "warm-up request" in capsys.readouterr().err
+
+
+def test_a_server_that_refuses_tools_is_asked_again_without_them(served, monkeypatch):
+    import httpx
+    import openai
+
+    backend = load(spec(served, "fake-bd"))
+    real = backend.client
+    asked: list[bool] = []
+
+    class Refusing:
+        def __init__(self) -> None:
+            self.chat = self
+            self.completions = self
+            self.inner = real()
+
+        def create(self, **body):
+            asked.append("tools" in body)
+            if "tools" in body:
+                response = httpx.Response(400, request=httpx.Request("POST", served[2]))
+                raise openai.BadRequestError('"auto" tool choice requires --enable-auto-tool-choice',
+                                             response=response, body=None)
+            return self.inner.chat.completions.create(**body)
+
+    monkeypatch.setattr(backend, "client", Refusing)
+    for _ in range(2):
+        assert run(backend, backend.encode_chat(MESSAGES), CONFIG).text == ANSWER
+    assert asked == [True, False, False]          # refused once, then never sent again
