@@ -1,4 +1,4 @@
-"""Take docs/playground.png: the Chat tab after one answer, in headless Chromium.
+"""Take docs/playground.png: the Chat tab after one answer, in headless Chromium at 1440x960.
 
     .venv/bin/python docs/screenshot.py [--out docs/playground.png]
 
@@ -30,6 +30,9 @@ def backends() -> tuple[dict, str]:
     from engine.backends.base import BackendError
 
     try:
+        import torch
+
+        torch.set_num_threads(1)        # a small model on a shared CPU: two threads only contend (docs/animate.py)
         return {"sprout-bd": ModelRegistry(device="cpu").get("sprout-bd")}, "sprout-bd"
     except BackendError:
         from tests.e2e.app_fakes import Slow
@@ -45,23 +48,28 @@ def main() -> int:
     from playwright.sync_api import expect, sync_playwright
 
     from app.state import AppContext
+    from app.warmup import warm_up
     from tests.e2e.app_fakes import running_app
 
     loaded, name = backends()
     ctx = AppContext.create(Path(tempfile.mkdtemp()) / "sessions.db", model=name, baseline=name, preloaded=loaded,
                             watch=False)
     ctx.notices.clear()
+    warm_up(ctx, block=True)
     with running_app(ctx) as (_demo, url), sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
-        page.locator("#chat-gen-length input[type=number]").fill("128")
-        page.locator("#chat-gen-length input[type=number]").press("Enter")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
         expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=120_000)
-        page.wait_for_timeout(1000)
-        page.screenshot(path=args.out, full_page=True)
+        expect(page.locator(".js-plotly-plot").nth(1)).to_be_visible(timeout=60_000)
+        page.wait_for_timeout(1500)
+        # the conversation and the live panel side by side: scroll to just above the panel
+        top = page.locator("#live-panel").evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        page.evaluate("y => window.scrollTo(0, y)", max(0, top - 40))
+        page.wait_for_timeout(300)
+        page.screenshot(path=args.out)
         browser.close()
     ctx.close()
     print(f"wrote {args.out} ({name})")
