@@ -39,7 +39,9 @@ _INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)(?=[\s>])", re.IGNORECASE)
 
 
 def policy(nonce: str) -> str:
-    return "; ".join(POLICY).format(nonce=nonce)
+    """The header for a response whose inline scripts carry `nonce` ("none": no inline script runs)."""
+    text = "; ".join(POLICY).format(nonce=nonce)
+    return text.replace(" 'nonce-none'", "") if nonce == "none" else text
 
 
 def add_nonce(html: bytes, nonce: str) -> bytes:
@@ -57,7 +59,10 @@ class ContentSecurityPolicy:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        nonce = secrets.token_urlsafe(18)
+        # The page is served at the root. Any other HTML (an exported answer opened from the app)
+        # gets the policy without a nonce, so none of its inline scripts run.
+        page = scope.get("path", "/").rstrip("/") == scope.get("root_path", "").rstrip("/")
+        nonce = secrets.token_urlsafe(18) if page else "none"
         start: dict[str, Any] | None = None
         body: list[bytes] = []
 
@@ -76,7 +81,9 @@ class ContentSecurityPolicy:
             body.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            html = add_nonce(b"".join(body), nonce)
+            html = b"".join(body)
+            if page:                                      # only the app's own page gets nonces
+                html = add_nonce(html, nonce)
             headers = [(k, v) for k, v in start.get("headers", [])
                        if k.lower() not in (b"content-length", b"content-security-policy")]
             headers += [(b"content-length", str(len(html)).encode()),

@@ -128,3 +128,25 @@ def test_a_chat_exchange_is_saved_in_one_transaction(app, monkeypatch):
     new = [c for c in ctx.store.list_conversations(limit=1000) if c["id"] not in before]
     assert len(new) == 1
     assert [t["role"] for t in ctx.store.get_conversation(new[0]["id"])["turns"]] == ["user", "assistant"]
+
+
+def test_only_the_page_gets_nonces_other_html_runs_no_inline_script():
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from app.csp import ContentSecurityPolicy
+
+    page = "<html><script>config()</script></html>"
+    routes = [Route("/", lambda r: HTMLResponse(page)), Route("/file=answer.html", lambda r: HTMLResponse(page)),
+              Route("/info", lambda r: JSONResponse({"a": 1}))]
+    client = TestClient(Starlette(routes=routes, middleware=[Middleware(ContentSecurityPolicy)]))
+    root, exported, info = client.get("/"), client.get("/file=answer.html"), client.get("/info")
+    nonce = re.search(r"'nonce-([^']+)'", root.headers["content-security-policy"]).group(1)
+    assert root.text == f'<html><script nonce="{nonce}">config()</script></html>'
+    assert root.headers["content-length"] == str(len(root.content))
+    assert exported.text == page and "nonce" not in exported.headers["content-security-policy"]
+    assert "script-src 'self' 'unsafe-eval';" in exported.headers["content-security-policy"]
+    assert "content-security-policy" not in info.headers and info.json() == {"a": 1}
