@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
-from engine.world.format import EOS, ParseError, parse_call, render_chat, render_response, system_prompt
+from engine.world.format import EOS, ParseError, parse_call, render_response, system_prompt
 from engine.world.grader import grade, grade_document
 from engine.world.state import World, world_for
 from engine.world.tools import FINISH, call_tool
@@ -66,11 +66,8 @@ class Transcript:
 
 
 def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
-    """Prompt ids for the next assistant turn. A backend trained on this world's template
-    (`chat_format == "world"`, Sprout) reads render_chat exactly; any other model gets its own
-    chat template, with tool responses in its tool role."""
-    if getattr(backend, "chat_format", None) == "world":
-        return list(backend.tokenizer.encode(render_chat(messages, add_generation_prompt=True)))
+    """Prompt ids for the next assistant turn: the backend's own chat format (Sprout's is the
+    template this world is written in, engine/sprout/chat.py), tool responses in its tool role."""
     return list(backend.encode_chat([{"role": m["role"], "content": m["content"]} for m in messages]))
 
 

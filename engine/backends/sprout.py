@@ -3,8 +3,8 @@
 The diffusion twin keeps the clean context as a per-layer cache (attention K/V and the GDN
 state); `denoise` reads it, `commit` replaces it with the context extended by the block.
 The AR twin steps the same cache one token at a time (constant cost per step in G layers).
-Both speak the agent world's chat format (`chat_format = "world"`): the prompt is exactly
-`render_chat(...)`, the text Sprout was trained on.
+Both speak Sprout's chat format (engine/sprout/chat.py; `chat_format = "world"`, the agent
+world's corpus is written in it): the prompt is exactly `render_chat(...)`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from pathlib import Path
 import torch
 
 from engine.backends.base import BackendError, pick_device
-from engine.world.format import render_chat
-
-MASK, EOS, PAD = "<|mask|>", "<|eos|>", "<|pad|>"
+from engine.sprout.chat import EOS, MASK, PAD, render_chat
 
 
 class _SproutText:

@@ -12,9 +12,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from engine.world.format import SPECIAL_TOKENS
-
-MASK, EOS, PAD = "<|mask|>", "<|eos|>", "<|pad|>"
+from engine.sprout.chat import EOS, MASK, PAD, SPECIAL_TOKENS
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:

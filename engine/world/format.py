@@ -1,5 +1,6 @@
-"""The text format of the agent world: the chat template Sprout trains on, the one
-canonical rendering of a tool call, and a parser that never raises.
+"""The text format of the agent world: the chat template Sprout trains on (defined with the
+model, engine/sprout/chat.py), the one canonical rendering of a tool call, and a parser that
+never raises.
 
     <|system|>{text}\\n                                   (optional)
     <|user|>{text}\\n
@@ -21,16 +22,18 @@ from typing import Any
 
 import jsonschema
 
+# The chat template and its tokens are Sprout's (engine/sprout/chat.py); the world writes in it.
+from engine.sprout.chat import (  # noqa: F401  (re-exported: the world's callers read them here)
+    CALL_CLOSE,
+    CALL_OPEN,
+    EOS,
+    RESPONSE_CLOSE,
+    RESPONSE_OPEN,
+    ROLE_MARKERS,
+    SPECIAL_TOKENS,
+    render_chat,
+)
 from engine.world.tools import TOOLS, TOOLS_BY_NAME, argument_order
-
-SPECIAL_TOKENS = [
-    "<|mask|>", "<|eos|>", "<|pad|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>",
-    "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-]
-EOS = "<|eos|>"
-ROLE_MARKERS = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>", "tool": "<|tool|>"}
-CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
-RESPONSE_OPEN, RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
 
 COMPACT_SYSTEM = "You are a shop and office agent. Reply with one <tool_call> per turn; end with finish."
 
@@ -56,24 +59,6 @@ def render_call(name: str, arguments: dict[str, Any]) -> str:
 def render_response(observation: Any) -> str:
     """The content of a tool message (bare JSON; render_chat adds the tags)."""
     return dumps(observation)
-
-
-def render_chat(messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
-    """The chat as Sprout reads it; ends with `<|assistant|>` when a reply is wanted."""
-    parts = []
-    for m in messages:
-        role, content = m["role"], m["content"]
-        if role == "assistant":
-            parts.append(f"{ROLE_MARKERS[role]}{content}{EOS}\n")
-        elif role == "tool":
-            parts.append(f"{ROLE_MARKERS[role]}{RESPONSE_OPEN}{content}{RESPONSE_CLOSE}\n")
-        elif role in ("system", "user"):
-            parts.append(f"{ROLE_MARKERS[role]}{content}\n")
-        else:
-            raise ValueError(f"Unknown chat role {role!r}; use system, user, assistant or tool.")
-    if add_generation_prompt:
-        parts.append(ROLE_MARKERS["assistant"])
-    return "".join(parts)
 
 
 def assistant_spans(text: str) -> list[tuple[int, int]]:

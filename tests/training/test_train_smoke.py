@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
-import engine.sprout  # noqa: F401  (registers Sprout with the Auto classes)
+import engine.sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
 from engine.sprout.config import preset_config
 from engine.sprout.modeling import SproutModel
 from training.train import READOUT_LR_SCALE, main, param_groups

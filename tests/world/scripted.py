@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.world.format import render_call
+from engine.world.format import render_call, render_chat
 from engine.world.oracle import policy_for
 from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
 from engine.world.tools import TOOLS_BY_NAME
@@ -133,7 +133,9 @@ def babbling_ar() -> FakeARBackend:
 
 
 def world_format(backend: Any) -> Any:
-    """Mark a fake as trained on the world template (prompt = render_chat, like Sprout)."""
+    """Make a fake speak the world template, as Sprout does (prompt = render_chat)."""
     backend.chat_format = "world"
+    backend.encode_chat = lambda messages: list(backend.tokenizer.encode(
+        render_chat(messages, add_generation_prompt=True)))
     return backend
 
