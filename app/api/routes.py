@@ -160,6 +160,10 @@ def make_router(service: ChatService) -> APIRouter:
             _check_key(request, options.api_key)
         except ApiError as error:
             return error_response(error)
+        known = {"models": "GET", "chat/completions": "POST"}
+        if rest.strip("/") in known:
+            return error_response(ApiError(405, f"/v1/{rest.strip('/')} takes {known[rest.strip('/')]}, not "
+                                                f"{request.method}.", code="method_not_allowed"))
         return error_response(ApiError(404, f"There is no route /v1/{rest[:80]}; this server answers "
                                             "GET /v1/models and POST /v1/chat/completions.", code="unknown_url"))
 
