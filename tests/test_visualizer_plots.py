@@ -46,3 +46,19 @@ def test_race_plot_starts_at_zero_and_counts_tokens():
 def test_empty_trace_gives_empty_figures():
     assert decision_heatmap([], PIECES, GEN_LENGTH, BLOCK_SIZE).data[0].z == ()
     assert len(commits_per_forward([]).data[0].x or ()) == 0
+
+
+def test_axes_of_counts_tick_at_whole_numbers_only():
+    from engine.metrics import Ends
+    from tests.test_visualizer_traces import EOS, EOS_GEN_LENGTH, MASK, PIECES, make_eos_frames
+    from visualizer import commits_per_forward, decision_heatmap, race_plot
+
+    frames = make_eos_frames()
+    ends = Ends(frozenset({EOS}), 0, MASK)
+    axes = [commits_per_forward(frames, ends).layout.xaxis, commits_per_forward(frames, ends).layout.yaxis,
+            decision_heatmap(frames, PIECES, EOS_GEN_LENGTH, 4).layout.yaxis,
+            decision_heatmap(frames, PIECES, EOS_GEN_LENGTH, 4).layout.xaxis,
+            race_plot(frames, frames, ends=(ends, ends)).layout.yaxis]
+    for axis in axes:
+        assert axis.tickmode == "linear" and axis.tickformat == "d"
+        assert float(axis.dtick).is_integer() and axis.dtick >= 1 and float(axis.tick0).is_integer()
