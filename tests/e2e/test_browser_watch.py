@@ -154,3 +154,34 @@ def test_exported_replay_opens_on_round_zero_and_plays_for_two_seconds(browser, 
     expect(page.locator("#scrubber")).to_have_value(last, timeout=20_000)
     assert time.monotonic() - started >= 2.0
     page.close()
+
+
+def test_show_every_round_and_a_saved_preset(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = fake_context(tmp_path)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        page.goto(url)
+        steps = page.locator("#chat-steps input[type=number]")
+        block = page.locator("#chat-block-size input[type=number]")
+        block.fill("8")
+        block.press("Enter")
+        page.locator("#chat-every-round").click()
+        expect(steps).to_have_value("8", timeout=10_000)                  # one round per token of the block
+        expect(page.locator("#chat-sampler input")).to_have_value("low_confidence")
+        page.locator("#chat-threshold input[type=number]").fill("0.75")
+        page.locator("#chat-threshold input[type=number]").press("Enter")
+        page.locator("#chat-preset-name textarea, #chat-preset-name input").first.fill("teaching 8")
+        page.locator("#chat-save-preset").click()
+        expect(page.locator("#chat-preset-status")).to_contain_text("Saved preset", timeout=10_000)
+        page.locator("#chat-threshold input[type=number]").fill("0.5")
+        page.locator("#chat-threshold input[type=number]").press("Enter")
+        page.locator("#chat-preset input").click()                        # picking it sets the controls back
+        page.get_by_role("option", name="teaching 8").click()
+        expect(page.locator("#chat-threshold input[type=number]")).to_have_value("0.75", timeout=10_000)
+        page.close()
+    saved = ctx.store.presets()["teaching 8"]
+    ctx.close()
+    assert saved["sampler"] == "low_confidence" and saved["steps"] == 8 and saved["block_size"] == 8
+    assert saved["threshold"] == 0.75
