@@ -287,3 +287,9 @@ def chunk(completion_id: str, model: str, delta: dict[str, Any], reason: str | N
     choice = {"index": 0, "delta": delta, "finish_reason": reason, **extra}
     return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
             "choices": [choice]}
+
+
+def usage_chunk(completion_id: str, model: str, numbers: dict[str, Any]) -> dict[str, Any]:
+    """The last chunk of a stream with stream_options.include_usage: no choices, the usage."""
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [], "usage": numbers}

@@ -111,9 +111,7 @@ async def _stream(service: ChatService, lease: Any, request: ChatRequest) -> Asy
                 delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(tool_calls)]
             yield chunk(delta, reason)
             if request.include_usage:
-                yield _sse({"id": cid, "object": "chat.completion.chunk", "created": protocol.chunk(
-                    cid, model, {})["created"], "model": model, "choices": [],
-                    "usage": protocol.usage(result, prompt_tokens)})
+                yield _sse(protocol.usage_chunk(cid, model, protocol.usage(result, prompt_tokens)))
             break
         yield b"data: [DONE]\n\n"
     finally:

@@ -24,7 +24,7 @@ from engine.trace import ConfigError, Frame, Result
 from sessions import StoreError
 
 from ..settings import DEFAULTS as PAGE_DEFAULTS
-from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, tools_system_text
+from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, split_tool_calls, tools_system_text
 
 log = logging.getLogger("diffusion_playground.api")
 # the page's controls (GenerationConfig fields only), for models outside the catalog
@@ -166,8 +166,6 @@ class ChatService:
         store = self.ctx.store
         if not self.options.store_calls or store is None:
             return
-        from .protocol import split_tool_calls
-
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         title = " ".join((users[-1] if users else "API call").split())[:80] or "API call"
         calls = split_tool_calls(result.text)[1] if request.parse_tools else []
