@@ -13,7 +13,6 @@ from typing import Any
 import gradio as gr
 from markupsafe import Markup
 
-from engine.metrics import summary_line
 from sessions import StoreError
 
 from .chat import file_list, play_again, scrub_panel, scrubber_for
@@ -68,7 +67,7 @@ def transcript_html(conversation: dict[str, Any]) -> str:
             notes.append(turn["model"])
         if turn["generation"] is not None:
             s = turn["generation"].stats
-            notes.append(summary_line(s))                        # the labels every view uses (engine/metrics.py)
+            notes.append(f"{s.new_tokens} tokens · NFE {s.nfe} · {s.seconds:.2f} s · {s.stop_reason}")
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
@@ -219,11 +218,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
             transcript = gr.HTML(elem_id="transcript")
         with gr.Column(scale=5):
             turn = gr.Dropdown([], label="Generation to replay", allow_custom_value=True)
-            replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay")
-            with gr.Row(equal_height=False):
-                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
-                                 info="How long each round stays on screen in a replay (0 = the default, 300 ms).")
+            with gr.Row(equal_height=True):
+                replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", scale=5)
                 replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
+                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=2,
+                                 info="0 = the replay's default pace.")
             replay_panel = gr.HTML(elem_id="replay-panel")
     with gr.Row():
         replay_heatmap, replay_commits = gr.Plot(), gr.Plot()

@@ -11,6 +11,7 @@ playground.json (keys: PLAYGROUND_KEYS) that says which family drives it and wit
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from typing import Any
 import torch
 
 from engine.backends.base import Backend, BackendError
-from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id
+from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
 from engine.backends.remote import PREFIX as REMOTE_PREFIX
 from engine.backends.remote import parse_spec
 
@@ -94,6 +95,10 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              {**_UPSTREAM_RULES, "sampler": "threshold", "threshold": 0.9}, "tests/test_upstream_llada.py"),
     Decoding("fast_dllm_factor", "NVlabs/Fast-dLLM llada/generate.py get_transfer_index_dynamic (after 24cc59e)",
              {**_UPSTREAM_RULES, "sampler": "factor", "factor": 1.0}, "tests/test_upstream_llada.py"),
+    # SDAR: tempered confidence, strict > threshold or the scheduled top k, blocks aligned to the prompt.
+    Decoding("sdar", "JetAstra/SDAR generate.py block_diffusion_generate @ c2041a8333333d685f6e15122c84f60f51f85ebd",
+             {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.85},
+             "tests/test_upstream_sdar.py"),
 )}
 
 PRESETS: tuple[Preset, ...] = (
@@ -118,12 +123,12 @@ PRESETS: tuple[Preset, ...] = (
            description="Fast-dLLM v2 7B: block diffusion from Qwen2.5, KV cache, shifted logits."),
     Preset("SDAR-1.7B-Chat", "block_causal", "JetLM/SDAR-1.7B-Chat", mask_token="<|MASK|>",
            trust_remote_code=True, model_types=("sdar",), options={"mask_style": "bool", "store_flag": "store_kv"},
-           defaults={"gen_length": 128, "block_size": 4, "steps": 4, "sampler": "threshold", "threshold": 0.9},
-           description="SDAR 1.7B chat: block diffusion from Qwen3, KV cache, small blocks."),
+           defaults={"gen_length": 128, "block_size": 4, "steps": 4, **DECODINGS["sdar"].settings, "threshold": 0.9},
+           description="SDAR 1.7B chat: block diffusion from Qwen3, KV cache, small blocks.", follows="sdar"),
     Preset("SDAR-4B-Chat", "block_causal", "JetLM/SDAR-4B-Chat", mask_token="<|MASK|>",
            trust_remote_code=True, model_types=("sdar",), options={"mask_style": "bool", "store_flag": "store_kv"},
-           defaults={"gen_length": 128, "block_size": 4, "steps": 4, "sampler": "threshold", "threshold": 0.9},
-           description="SDAR 4B chat: block diffusion from Qwen3, KV cache, small blocks."),
+           defaults={"gen_length": 128, "block_size": 4, "steps": 4, **DECODINGS["sdar"].settings, "threshold": 0.9},
+           description="SDAR 4B chat: block diffusion from Qwen3, KV cache, small blocks.", follows="sdar"),
     # LLaDA2's own generate recomputes the prefix under an additive block mask, without a cache.
     Preset("LLaDA2.0-mini", "block_causal", "inclusionAI/LLaDA2.0-mini", mask_id=156895,
            trust_remote_code=True, model_types=("llada2_moe",),
@@ -439,7 +444,12 @@ def build_backend(preset: Preset, model: torch.nn.Module, tokenizer: Any, device
 
 
 def _load_sprout(preset: Preset, device: str) -> Backend:
-    """Sprout folders are served by engine/backends/sprout.py, imported only when one is loaded."""
-    from engine.backends import sprout
-
+    """Sprout folders are served by engine/backends/sprout.py, imported only when needed."""
+    try:
+        sprout = importlib.import_module("engine.backends.sprout")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("engine.backends.sprout", "engine.backends"):
+            raise BackendError(f"The Sprout backend could not be imported: {short_reason(exc)}") from exc
+        raise BackendError(f"Folder {preset.local_path} holds a Sprout model, but the Sprout backend "
+                           f"(engine/backends/sprout.py) is not part of this install yet.") from exc
     return sprout.load(preset.local_path, device)

@@ -121,6 +121,7 @@ class GenerationConfig:
     untempered_confidence: bool = False  # c_i from softmax of the raw logits (LLaDA, Fast-dLLM), not the tempered ones
     keep_mask_logit: bool = False        # confidences over the full vocabulary, mask logit included (upstream)
     steps_cap: bool = True               # unscheduled samplers commit the rest at round `steps` (ours)
+    aligned_blocks: bool = False         # blocks at multiples of block_size over prompt + answer (SDAR)
 
     def __post_init__(self) -> None:
         if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:

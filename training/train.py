@@ -163,12 +163,15 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
 
 def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templates") -> dict:
     """Greedy agent episodes on held-out validation tasks of a task set (engine.world.tasks.TASK_SETS;
-    never the benchmark's tasks)."""
-    from engine.agent import run_episode
-    from engine.backends.sprout import SproutARBackend, SproutBackend
+    never the benchmark's tasks); {} when the agent loop is absent."""
+    try:
+        from engine.agent import run_episode
+        from engine.backends.sprout import SproutARBackend, SproutBackend
+        from engine.world.tasks import TASK_SETS
+    except ImportError:
+        return {}
     from engine.catalog import bundled_decoding
     from engine.trace import GenerationConfig
-    from engine.world.tasks import TASK_SETS
     if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
         model = copy.deepcopy(model).cpu()
     model.eval()

@@ -1,2 +1,1 @@
-"""Model backends: one small protocol (base.py), several kinds of model (docs/ARCHITECTURE.md,
-"The backend protocol")."""
+"""Model backends: one small protocol, several families (DESIGN.md, "Backends")."""
