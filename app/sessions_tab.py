@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 from markupsafe import Markup
 
+from engine.metrics import summary_line
 from sessions import StoreError
 
 from .chat import file_list, play_again, scrub_panel, scrubber_for
@@ -67,7 +68,7 @@ def transcript_html(conversation: dict[str, Any]) -> str:
             notes.append(turn["model"])
         if turn["generation"] is not None:
             s = turn["generation"].stats
-            notes.append(f"{s.new_tokens} tokens · NFE {s.nfe} · {s.seconds:.2f} s · {s.stop_reason}")
+            notes.append(summary_line(s))                        # the labels every view uses (engine/metrics.py)
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
@@ -197,13 +198,15 @@ def build(ctx: AppContext) -> dict[str, Any]:
     quiet = {"show_progress": "hidden"}
     opened, replay_trace = gr.State(None), gr.State(None)
     with gr.Row():
-        kind = gr.Radio(KIND_CHOICES, value="all", label="Show")
-        query = gr.Textbox(label="Search (full text)", elem_id="session-search")
+        kind = gr.Radio(KIND_CHOICES, value="all", label="Show", info="Which kind of stored conversation to list.")
+        query = gr.Textbox(label="Search (full text)", elem_id="session-search",
+                           info="Words from any message or title; Enter searches.")
         refresh_btn = gr.Button("Search / refresh")
     sessions_list = gr.Dataframe(headers=SESSION_COLUMNS, interactive=False, wrap=True, elem_id="sessions-list",
                                  label="Stored conversations (click a row to open it)", max_height=320)
     with gr.Row():
-        picker = gr.Dropdown([], label="Conversation", allow_custom_value=True, elem_id="session-picker", scale=4)
+        picker = gr.Dropdown([], label="Conversation", allow_custom_value=True, elem_id="session-picker", scale=4,
+                             info="The conversation Open, Delete and Export act on (or click its row).")
         open_btn = gr.Button("Open")
         delete_btn = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
         export_btn = gr.Button("Export")
@@ -217,12 +220,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
         with gr.Column(scale=4):
             transcript = gr.HTML(elem_id="transcript")
         with gr.Column(scale=5):
-            turn = gr.Dropdown([], label="Generation to replay", allow_custom_value=True)
-            with gr.Row(equal_height=True):
-                replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", scale=5)
+            turn = gr.Dropdown([], label="Generation to replay", allow_custom_value=True,
+                               info="Each answer the model generated in this conversation, with its trace.")
+            replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay",
+                                        info="Drag to any forward; 0 is the canvas before the first one.")
+            with gr.Row(equal_height=False):
+                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
+                                 info="How long each round stays on screen in a replay (0 = the default, 300 ms).")
                 replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
-                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=2,
-                                 info="0 = the replay's default pace.")
             replay_panel = gr.HTML(elem_id="replay-panel")
     with gr.Row():
         replay_heatmap, replay_commits = gr.Plot(), gr.Plot()
