@@ -32,12 +32,12 @@ h1 {{ font-size: 14px; margin: 0 0 8px; font-weight: 600; }}
 
 def run_sprout(prompt: str):
     """(result, config, ends) of one generation with the teaching preset."""
+    import torch
+
     from engine import catalog
     from engine.generate import run
     from engine.metrics import Ends
     from engine.trace import GenerationConfig
-
-    import torch
 
     # One thread: Sprout-BD is small, and on a shared, busy CPU two intra-op threads contend (measured
     # here under load: 0.4-0.6 s per forward with 2 threads, 0.03 s with 1).
