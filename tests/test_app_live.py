@@ -1,0 +1,44 @@
+"""app/live.py: replaying a finished trace at the playback pace, from round 0, and the EOS fill
+drawn as the answer's end in the app's panel."""
+
+from __future__ import annotations
+
+from app.live import REPLAY_MS, TraceView, replay
+from tests.test_visualizer_traces import CONFIG, make_ar_frames, make_eos_result, make_result
+
+
+def test_replay_starts_before_the_first_forward_and_waits_the_pace_each_round():
+    trace = TraceView.from_result(make_result(), CONFIG, "m", "p")
+    slept: list[float] = []
+    shown = list(replay(trace, 250, sleep=slept.append))
+    assert [n for _, n in shown] == list(range(len(trace.frames) + 1))
+    assert "before the first forward" in shown[0][0] and "dp-mask" in shown[0][0] and "dp-done" not in shown[0][0]
+    assert 'data-mode="done"' in shown[-1][0] and all('data-mode="replay"' in h for h, _ in shown[:-1])
+    assert slept == [0.25] * len(trace.frames)
+
+
+def test_replay_at_pace_zero_uses_a_watchable_default_and_nothing_without_frames():
+    trace = TraceView.from_result(make_result(), CONFIG)
+    slept: list[float] = []
+    list(replay(trace, 0, sleep=slept.append))
+    assert slept == [REPLAY_MS / 1000] * len(trace.frames) and REPLAY_MS >= 100
+    assert list(replay(None, 100)) == []
+
+
+def test_the_panel_draws_the_eos_fill_as_the_end():
+    trace = TraceView.from_result(make_eos_result(), {"gen_length": 12, "block_size": 4})
+    html = trace.panel("done")
+    assert html.count('class="dp-cell dp-end"') == 6 and "answer tokens: <b>6</b>" in html
+    assert 'role="status" aria-live="polite"' in html
+
+
+def test_ar_traces_group_by_block_size_unless_stored_one_token_per_block():
+    from engine.trace import Result, Stats
+
+    stats = Stats(nfe=6, new_tokens=6, tokens_per_forward=1.0, seconds=0.1, tokens_per_s=60.0, first_token_s=0.02,
+                  stop_reason="length")
+    old = Result(token_ids=[], text="", frames=make_ar_frames(6), stats=stats)        # block = token index
+    assert TraceView.from_result(old, {"gen_length": 6, "block_size": 4}).block_size == 1
+    grouped = [f.__class__(**{**f.to_dict(), "block": i // 4, "round": i % 4}) for i, f in enumerate(old.frames)]
+    new = Result(token_ids=[], text="", frames=grouped, stats=stats)
+    assert TraceView.from_result(new, {"gen_length": 6, "block_size": 4}).block_size == 4
