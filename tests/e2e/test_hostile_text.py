@@ -26,7 +26,7 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 EVIL = "127.0.0.2"
-# One line (the search box is one line); printable ASCII (the fakes' alphabet); under 256 characters.
+# One line (the search box is one line); printable ASCII (the fakes' alphabet); under 320 characters.
 PAYLOAD = ('![p](http://127.0.0.2/md.png?q=1) <img id="inj-img" src="http://127.0.0.2/i.png"> '
            '<form id="inj-form" action="http://127.0.0.2/f"><input></form> <iframe id="inj-frame" '
            'src="http://127.0.0.2/fr"></iframe> \\`<b id="inj-bt">x</b>` [a link](http://127.0.0.2/l) END')
@@ -106,7 +106,7 @@ def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothi
         page.goto(url)
 
         # Chat: the payload as the prompt and as the streamed answer
-        set_number(page, "chat-gen-length", 256)
+        set_number(page, "chat-gen-length", 320)
         set_number(page, "chat-pace-ms", 0)
         page.locator("#prompt textarea").fill(PAYLOAD)
         page.locator("#send").click()
@@ -115,6 +115,7 @@ def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothi
         watch.assert_clean()
         chat = page.locator("#chatbot")
         expect(chat).to_contain_text('<img id="inj-img" src="http://127.0.0.2/i.png">')
+        expect(chat).to_contain_text("END")
         expect(chat.locator("a", has_text="a link").first).to_be_visible()
         assert chat.locator("img").count() == 0
 
@@ -124,6 +125,7 @@ def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothi
         page.locator("#agent-instruction").locator("xpath=ancestor::*[contains(@class, 'tabitem')]").get_by_text(
             "Generation settings").first.click()
         set_number(page, "agent-gen-length", 512)
+        set_number(page, "agent-pace-ms", 0)
         page.locator("#run-agent").click()
         verdict = page.locator("#agent-verdict")
         expect(verdict).to_contain_text("END", timeout=60_000)
