@@ -65,3 +65,20 @@ def warm_up(ctx: Any, block: bool = False) -> WarmUp:
         warm.run()
         return warm
     return warm.start()
+
+
+LOADING_PANEL = ('<div class="dp-panel dp-empty" data-mode="loading"><div class="dp-live-head" role="status" '
+                 'aria-live="polite">Loading the model (first use): its weights are read and it is warmed up '
+                 'once; the answer starts right after.</div></div>')
+
+
+def is_loading(ctx: Any, name: str) -> bool:
+    """True when a request for `name` would wait for loading: the launch warm-up is still on it,
+    or it has never been loaded in this process."""
+    warm = getattr(ctx, "warmup", None)
+    if warm is not None and warm.loading(name):
+        return True
+    try:
+        return name not in ctx.registry.loaded_names()
+    except Exception:  # noqa: BLE001 - a registry that cannot say is not a reason to block a run
+        return False

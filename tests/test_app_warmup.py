@@ -38,3 +38,16 @@ def test_warm_up_in_the_background_ends_and_names_each_model_once():
     registry = ModelRegistry(device="cpu", preloaded={"a": FakeDiffusionBackend("hi", name="a")})
     warm = WarmUp(registry, ["a", "a", ""]).start()
     assert warm.done.wait(30) and warm.names == ["a"] and warm.status == {"a": "ready"}
+
+
+def test_a_request_says_loading_until_the_model_is_loaded_and_warm():
+    from app.warmup import is_loading
+
+    loaded = FakeDiffusionBackend("hi", name="b")
+    registry = ModelRegistry(device="cpu", loader=lambda name, device: loaded)
+    ctx = SimpleNamespace(registry=registry, default_model="b", baseline_model="b")
+    assert is_loading(ctx, "b")                                   # never loaded in this process
+    ctx.warmup = WarmUp(registry, ["b"])                          # created, not yet run: still waiting
+    assert is_loading(ctx, "b")
+    ctx.warmup.run()
+    assert not is_loading(ctx, "b") and registry.loaded_names() == ["b"]
