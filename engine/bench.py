@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from engine.catalog import bundled_decoding
-from engine.metrics import total_tokens_per_forward
+from engine.metrics import LABELS, total_tokens_per_forward
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.grader import ERROR_TYPES
 from engine.world.tasks import TASK_SETS, load_heldout_tasks, task_group
@@ -148,14 +148,16 @@ def progress_bar(width: int = 30) -> Callable[[int, int], None]:
 
 
 def table(report: dict[str, Any]) -> str:
-    head = f"{'model':<28} {'success':>9} {'pass^3':>7} {'median s':>9} {'p90 s':>8} {'NFE':>7} {'tok/fwd':>8}  errors"
+    # tokens per forward labelled as in every view (engine/metrics.py LABELS)
+    head = (f"{'model':<28} {'success':>9} {'pass^3':>7} {'median s':>9} {'p90 s':>8} {'NFE':>7} "
+            f"{LABELS['tokens_per_forward']:>18}  errors")
     rows = [head, "-" * len(head)]
     for name, m in report["models"].items():
         p3 = "-" if m["pass_hat_3"] is None else f"{m['pass_hat_3']:.3f}"
         errors = ", ".join(f"{k} {v}" for k, v in m["errors"].items()) or "none"
         label = name if len(name) <= 28 else "..." + name[-25:]
         rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
-                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>8.2f}  {errors}")
+                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>18.2f}  {errors}")
     for name, groups in report.get("groups", {}).items():
         if len(groups) > 1:
             label = name if len(name) <= 28 else "..." + name[-25:]
