@@ -163,15 +163,12 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
 
 def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templates") -> dict:
     """Greedy agent episodes on held-out validation tasks of a task set (engine.world.tasks.TASK_SETS;
-    never the benchmark's tasks); {} when the agent loop is absent."""
-    try:
-        from engine.agent import run_episode
-        from engine.backends.sprout import SproutARBackend, SproutBackend
-        from engine.world.tasks import TASK_SETS
-    except ImportError:
-        return {}
+    never the benchmark's tasks)."""
+    from engine.agent import run_episode
+    from engine.backends.sprout import SproutARBackend, SproutBackend
     from engine.catalog import bundled_decoding
     from engine.trace import GenerationConfig
+    from engine.world.tasks import TASK_SETS
     if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
         model = copy.deepcopy(model).cpu()
     model.eval()
@@ -182,14 +179,14 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templ
     tasks = TASK_SETS[task_set][1](n_tasks)
     wins, nfe = 0, 0
     for task in tasks:
-        tr = run_episode(backend, task, cfg)
-        wins += bool(tr.success)
-        nfe += tr.nfe
+        transcript = run_episode(backend, task, cfg)
+        wins += bool(transcript.success)
+        nfe += transcript.nfe
     model.train()
     return {"agent_success": wins / max(len(tasks), 1), "agent_tasks": len(tasks), "agent_nfe": nfe}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--twin", choices=["ar", "bd"], required=True)
     p.add_argument("--preset", choices=list(TRAIN_PRESETS), default="cpu")
@@ -236,193 +233,259 @@ def main(argv: list[str] | None = None) -> int:
                    help="validation tasks of which benchmark kind (engine.bench --task-set)")
     p.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
     p.add_argument("--data-dir", default="data", help="where generated corpora are kept")
-    args = p.parse_args(argv)
-    hp = dict(TRAIN_PRESETS[args.preset])
+    return p
+
+
+def hyperparameters(args: argparse.Namespace) -> dict:
+    """The preset's hyperparameters with the flags that override them."""
+    hparams = dict(TRAIN_PRESETS[args.preset])
     if args.lr:
-        hp["lr"] = args.lr
+        hparams["lr"] = args.lr
     for key in ("max_steps", "warmup", "eval_every"):
         if getattr(args, key) is not None:
-            hp[key] = getattr(args, key)
+            hparams[key] = getattr(args, key)
+    return hparams
+
+
+def prepare_corpora(args: argparse.Namespace, hparams: dict) -> tuple[Path, Path]:
+    """The training and validation corpus files, generated when missing."""
+    data_dir = Path(args.data_dir)
+    corpus = Path(args.corpus) if args.corpus else data_dir / f"corpus-train-{args.preset}.jsonl"
+    val_corpus = Path(args.val_corpus) if args.val_corpus else data_dir / f"corpus-heldout-{args.preset}.jsonl"
+    if not corpus.exists():
+        make_corpus("train", hparams["corpus_n"], args.seed, corpus)
+    if not val_corpus.exists():
+        make_corpus("heldout", max(hparams["corpus_n"] // 50, 20), args.seed + 1, val_corpus)
+    return corpus, val_corpus
+
+
+def build_tokenizer(args: argparse.Namespace, corpus: Path, vocab: int):
+    """The tokenizer of the init model or of the output folder, else one trained on the corpus."""
+    source = next((d for d in (args.init_from, args.out) if d and (Path(d) / "tokenizer.json").exists()), None)
+    return load_tokenizer(source) if source else train_tokenizer(read_corpus(corpus)[0], vocab)
+
+
+def build_model(args: argparse.Namespace, ids: dict[str, int], vocab_size: int) -> SproutModel:
+    """From --init-from (grown or widened when asked), else freshly initialised from the preset."""
+    if not args.init_from:
+        if args.grow or args.conv_size:
+            raise ValueError("--grow and --conv-size change trained weights: give --init-from too.")
+        return SproutModel(preset_config(
+            args.preset, vocab_size=vocab_size, causal=args.twin == "ar", mask_token_id=ids["mask"],
+            eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
+    model = SproutModel.from_pretrained(args.init_from, dtype=torch.float32)
+    model.config.causal = args.twin == "ar"
+    if args.grow:
+        model = grow(model, args.grow)
+    if args.conv_size and args.conv_size != model.config.conv_size:
+        model = widen_conv(model, args.conv_size)
+    return model
+
+
+class TrainingRun:
+    """One resumable training run: the model, its optimizer and read-out heads, the data, and
+    where it stands (step, best evaluation, tokens and seconds so far)."""
+
+    def __init__(self, args: argparse.Namespace, hparams: dict, model: SproutModel, tokenizer, ids: dict[str, int],
+                 corpus: Path, val_corpus: Path, device: torch.device):
+        self.args, self.hparams, self.model, self.tokenizer, self.ids = args, hparams, model, tokenizer, ids
+        self.out = Path(args.out)
+        self.run_dir = Path(args.run_dir) / self.out.name
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.state_path = self.run_dir / "state.pt"
+        texts, untrained = read_corpus(corpus)
+        self.recipe = {"lr": hparams["lr"], "warmup": hparams["warmup"], "max_steps": hparams["max_steps"],
+                       "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
+                       "focus_weight": args.focus_weight, "decision_weight": args.decision_weight,
+                       "grow": args.grow, "conv_size": model.config.conv_size,
+                       "row_colour_weight": args.row_colour_weight, "row_match_weight": args.row_match_weight}
+        if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
+            model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
+                                                                             SproutConfig.noise_high)
+            model.config.logit_shift = args.logit_shift
+            self.recipe.update(noise=[model.config.noise_low, model.config.noise_high],
+                               logit_shift=args.logit_shift, complementary=args.complementary,
+                               ar_weight=args.ar_weight)
+        use_readout = args.row_colour_weight or args.row_match_weight
+        self.readout = ShopReadout(model).to(device) if use_readout else None
+        groups = param_groups(model, weight_decay=0.1)
+        if self.readout is not None:   # training-only heads: in the run's state, never in the model folder
+            groups.append({"params": list(self.readout.parameters()), "weight_decay": 0.0,
+                           "lr_scale": READOUT_LR_SCALE})
+        self.opt = torch.optim.AdamW(groups, lr=hparams["lr"], betas=(0.9, 0.95))
+        self.step, self.best, self.tokens_seen, self.seconds_before = 0, None, 0, 0.0
+        self.resume(device)
+        self.examples = encode_texts(texts, tokenizer, untrained)
+        val_texts, val_untrained = read_corpus(val_corpus)
+        self.val_examples = encode_texts(val_texts[:200], tokenizer, val_untrained[:200])
+        self.rng = random.Random(args.seed + self.step)
+        self.gen = torch.Generator().manual_seed(args.seed + self.step)
+        self.n_params = sum(p.numel() for p in model.parameters())
+        self.started = time.time()
+        self.log_file = open(self.run_dir / "log.jsonl", "a")
+
+    def resume(self, device: torch.device) -> None:
+        """Continue from the run's saved state, when there is one."""
+        if not self.state_path.exists():
+            return
+        saved = torch.load(self.state_path, weights_only=False, map_location=device)
+        self.model.load_state_dict(saved["model"])
+        if self.readout is not None and "readout" in saved:
+            self.readout.load_state_dict(saved["readout"])
+        try:
+            self.opt.load_state_dict(saved["opt"])
+        except ValueError:   # saved before the decay / no-decay groups: the weights still resume
+            print("the saved optimizer state has another layout; starting a fresh one", file=sys.stderr)
+        self.step, self.best = saved["step"], saved["best"]
+        self.tokens_seen, self.seconds_before = saved["tokens_seen"], saved["seconds"]
+        print(f"resuming {self.out.name} at step {self.step}", file=sys.stderr)
+
+    def seconds(self) -> float:
+        """Training seconds in all, earlier sessions of a resumed run included."""
+        return self.seconds_before + time.time() - self.started
+
+    def progress(self) -> float:
+        """Share of the run done: of max_steps, or of --minutes when that ends it sooner."""
+        warmup, max_steps = self.hparams["warmup"], self.hparams["max_steps"]
+        done = (self.step - warmup) / max(1, max_steps - warmup)
+        if self.args.minutes:
+            done = max(done, self.seconds() / (self.args.minutes * 60))
+        return min(1.0, done)
+
+    def finished(self) -> bool:
+        return self.step >= self.hparams["max_steps"] or bool(self.args.minutes and self.progress() >= 1.0)
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up, then a cosine down to 10 % over the run's progress."""
+        lr, warmup = self.hparams["lr"], self.hparams["warmup"]
+        if step < warmup:
+            return lr * (step + 1) / warmup
+        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * self.progress())))
+
+    def losses(self, batch: list[Example]) -> tuple[torch.Tensor, int, torch.Tensor | None, torch.Tensor | None]:
+        """The twin's loss and target count, and the read-out losses when they are on."""
+        args, readout = self.args, self.readout
+        with readout.capture(self.model) if readout is not None else contextlib.nullcontext():
+            if args.twin == "ar":
+                loss, targets = loss_ar(self.model, batch, self.ids, args.focus_weight, args.decision_weight)
+            else:
+                sizes = self.model.config.block_sizes
+                block = sizes[int(torch.randint(len(sizes), (1,), generator=self.gen))]
+                loss, targets = loss_bd(self.model, batch, self.ids, block, self.gen, args.complementary,
+                                        args.ar_weight, args.focus_weight, args.decision_weight,
+                                        on_blocks=readout.see_blocks if readout is not None else None)
+            colour = readout.loss(batch) if args.row_colour_weight else None
+            match = readout.match_loss(batch) if args.row_match_weight else None
+        return loss, targets, colour, match
+
+    def train_step(self, batch: list[Example]) -> dict:
+        """One AdamW step on a batch; returns what the log records of it."""
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr_at(self.step) * group.get("lr_scale", 1.0)
+        loss, targets, colour, match = self.losses(batch)
+        total = loss
+        if colour is not None:
+            total = total + self.args.row_colour_weight * colour
+        if match is not None:
+            total = total + self.args.row_match_weight * match
+        self.opt.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+        self.tokens_seen += sum(len(ex.ids) for ex in batch)
+        return {"loss": round(total.item(), 4), "target_tokens": targets,
+                **({"row_colour_loss": round(colour.item(), 4)} if colour is not None else {}),
+                **({"row_match_loss": round(match.item(), 4)} if match is not None else {})}
+
+    def evaluate(self) -> dict:
+        """Validation loss and agent tasks; the model folder keeps the best (or the last)."""
+        args = self.args
+        val = validation_loss(self.model, self.val_examples, self.ids, args.twin, self.hparams["max_tokens"])
+        record = {"step": self.step, "val_loss": round(val, 4)}
+        if args.agent_tasks:
+            try:   # an evaluation bug must not end hours of training
+                record.update(agent_eval(self.model, self.tokenizer, args.twin, args.agent_tasks,
+                                         args.agent_task_set))
+            except Exception as exc:  # noqa: BLE001
+                record["agent_eval_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        score = (record.get("agent_success", 0.0), -val)
+        improved = self.best is None or score > tuple(self.best)
+        if improved:
+            self.best = list(score)
+        saved = improved or args.select == "last"
+        if saved:
+            save_model_folder(self.model, self.tokenizer, self.out, {
+                "twin": args.twin, "preset": args.preset, "step": self.step, "tokens_seen": self.tokens_seen,
+                "train_seconds": round(self.seconds()), "params": self.n_params, **self.recipe, **record})
+        record["saved"] = saved
+        self.log(record)
+        return record
+
+    def save_state(self) -> None:
+        atomic_torch_save({"model": self.model.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
+                           "best": self.best, "tokens_seen": self.tokens_seen, "seconds": self.seconds(),
+                           **({"readout": self.readout.state_dict()} if self.readout is not None else {})},
+                          self.state_path)
+
+    def log(self, record: dict) -> None:
+        self.log_file.write(json.dumps({"time": round(time.time()), **record}) + "\n")
+        self.log_file.flush()
+
+    def run(self) -> None:
+        """Batches from length buckets until the step or time budget is spent; a log line every
+        50 steps, an evaluation every eval_every, the state saved every save_min minutes."""
+        hparams = self.hparams
+        print(f"{self.args.twin} twin, {self.n_params / 1e6:.2f} M params, {len(self.examples)} transcripts",
+              file=sys.stderr)
+        bar = tqdm(total=hparams["max_steps"], initial=self.step, desc=f"sprout-{self.args.twin}", file=sys.stderr,
+                   mininterval=5)
+        self.model.train()
+        last_save = window_start = time.time()
+        window_tokens = 0
+        while not self.finished():
+            for batch in buckets(self.examples, hparams["max_tokens"], self.rng):
+                if self.finished():
+                    break
+                record = self.train_step(batch)
+                window_tokens += sum(len(ex.ids) for ex in batch)
+                bar.update(1)
+                if self.step % 50 == 0:
+                    rate = window_tokens / max(time.time() - window_start, 1e-9)
+                    self.log({"step": self.step, "lr": self.lr_at(self.step), "tokens_per_s": round(rate),
+                              "tokens_seen": self.tokens_seen, **record})
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:.0f}")
+                    window_tokens, window_start = 0, time.time()
+                if self.step % hparams["eval_every"] == 0:
+                    self.evaluate()
+                if time.time() - last_save >= hparams["save_min"] * 60:
+                    self.save_state()
+                    last_save = time.time()
+        self.evaluate()
+        self.save_state()
+        bar.close()
+        self.log_file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = parser()
+    args = cli.parse_args(argv)
+    hparams = hyperparameters(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
-    out = Path(args.out)
-    run_dir = Path(args.run_dir) / out.name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    data_dir = Path(args.data_dir)
-    corpus = Path(args.corpus) if args.corpus else data_dir / f"corpus-train-{args.preset}.jsonl"
-    val_corpus = Path(args.val_corpus) if args.val_corpus else data_dir / f"corpus-heldout-{args.preset}.jsonl"
-    if not corpus.exists():
-        make_corpus("train", hp["corpus_n"], args.seed, corpus)
-    if not val_corpus.exists():
-        make_corpus("heldout", max(hp["corpus_n"] // 50, 20), args.seed + 1, val_corpus)
-    texts, untrained = read_corpus(corpus)
-
-    # tokenizer: from the init model, the output folder, or trained on the corpus
-    tok_src = next((d for d in (args.init_from, out) if d and (Path(d) / "tokenizer.json").exists()), None)
-    tokenizer = load_tokenizer(tok_src) if tok_src else train_tokenizer(texts, hp["vocab"])
+    corpus, val_corpus = prepare_corpora(args, hparams)
+    tokenizer = build_tokenizer(args, corpus, hparams["vocab"])
     ids = {"eos": tokenizer.convert_tokens_to_ids(EOS), "pad": tokenizer.convert_tokens_to_ids(PAD),
            "mask": tokenizer.convert_tokens_to_ids(MASK)}
-
-    if args.init_from:
-        model = SproutModel.from_pretrained(args.init_from, dtype=torch.float32)
-        model.config.causal = args.twin == "ar"
-        if args.grow:
-            model = grow(model, args.grow)
-        if args.conv_size and args.conv_size != model.config.conv_size:
-            model = widen_conv(model, args.conv_size)
-    elif args.grow or args.conv_size:
-        p.error("--grow and --conv-size change trained weights: give --init-from too.")
-    else:
-        model = SproutModel(preset_config(
-            args.preset, vocab_size=len(tokenizer), causal=args.twin == "ar", mask_token_id=ids["mask"],
-            eos_token_id=ids["eos"], pad_token_id=ids["pad"]))
-    assert isinstance(model.config, SproutConfig)
-    model.to(device)
-    recipe = {"lr": hp["lr"], "warmup": hp["warmup"], "max_steps": hp["max_steps"],
-              "init_from": args.init_from, "corpus": corpus.name, "transcripts": len(texts),
-              "focus_weight": args.focus_weight, "decision_weight": args.decision_weight, "grow": args.grow,
-              "conv_size": model.config.conv_size, "row_colour_weight": args.row_colour_weight,
-              "row_match_weight": args.row_match_weight}
-    if args.twin == "bd":   # an AR twin's config may carry an older schedule: a BD run states its own
-        model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
-                                                                         SproutConfig.noise_high)
-        model.config.logit_shift = args.logit_shift
-        recipe.update(noise=[model.config.noise_low, model.config.noise_high], logit_shift=args.logit_shift,
-                      complementary=args.complementary, ar_weight=args.ar_weight)
-    readout = ShopReadout(model).to(device) if args.row_colour_weight or args.row_match_weight else None
-    groups = param_groups(model, weight_decay=0.1)
-    if readout is not None:   # training-only heads: in the run's state, never in the model folder
-        # fresh linear probes at the model's fine-tuning lr (3e-4) barely moved in 100 steps
-        # (read-out loss 2.06 -> 1.99, chance 2.08), so their gradient into the model was noise
-        groups.append({"params": list(readout.parameters()), "weight_decay": 0.0, "lr_scale": READOUT_LR_SCALE})
-    opt = torch.optim.AdamW(groups, lr=hp["lr"], betas=(0.9, 0.95))
-    state_path = run_dir / "state.pt"
-    step, best, tokens_seen, seconds_before = 0, None, 0, 0.0
-    if state_path.exists():
-        st = torch.load(state_path, weights_only=False, map_location=device)
-        model.load_state_dict(st["model"])
-        if readout is not None and "readout" in st:
-            readout.load_state_dict(st["readout"])
-        try:
-            opt.load_state_dict(st["opt"])
-        except ValueError:   # saved before the decay / no-decay groups: the weights still resume
-            print("the saved optimizer state has another layout; starting a fresh one", file=sys.stderr)
-        step, best, tokens_seen, seconds_before = st["step"], st["best"], st["tokens_seen"], st["seconds"]
-        print(f"resuming {out.name} at step {step}", file=sys.stderr)
-
-    examples = encode_texts(texts, tokenizer, untrained)
-    val_texts, val_untrained = read_corpus(val_corpus)
-    val_examples = encode_texts(val_texts[:200], tokenizer, val_untrained[:200])
-    rng = random.Random(args.seed + step)
-    gen = torch.Generator().manual_seed(args.seed + step)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"{args.twin} twin, {n_params / 1e6:.2f} M params, {len(examples)} transcripts", file=sys.stderr)
-
-    def progress(s: int) -> float:
-        """Share of the run done: of max_steps, or of --minutes when that ends it sooner."""
-        done = (s - hp["warmup"]) / max(1, hp["max_steps"] - hp["warmup"])
-        if args.minutes:
-            done = max(done, (seconds_before + time.time() - t0) / (args.minutes * 60))
-        return min(1.0, done)
-
-    def lr_at(s: int) -> float:   # linear warm-up, cosine to 10 %
-        if s < hp["warmup"]:
-            return hp["lr"] * (s + 1) / hp["warmup"]
-        frac = progress(s)
-        return hp["lr"] * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-
-    def save_state():
-        atomic_torch_save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "best": best,
-                           "tokens_seen": tokens_seen, "seconds": seconds_before + time.time() - t0,
-                           **({"readout": readout.state_dict()} if readout is not None else {})},
-                          state_path)
-
-    def evaluate():
-        nonlocal best
-        val = validation_loss(model, val_examples, ids, args.twin, hp["max_tokens"])
-        rec = {"step": step, "val_loss": round(val, 4)}
-        if args.agent_tasks:
-            try:   # an evaluation bug must not end hours of training
-                rec.update(agent_eval(model, tokenizer, args.twin, args.agent_tasks, args.agent_task_set))
-            except Exception as exc:  # noqa: BLE001
-                rec["agent_eval_error"] = f"{type(exc).__name__}: {exc}"[:300]
-        score = (rec.get("agent_success", 0.0), -val)
-        improved = best is None or score > tuple(best)
-        if improved:
-            best = list(score)
-        saved = improved or args.select == "last"
-        if saved:
-            save_model_folder(model, tokenizer, out, {
-                "twin": args.twin, "preset": args.preset, "step": step, "tokens_seen": tokens_seen,
-                "train_seconds": round(seconds_before + time.time() - t0), "params": n_params, **recipe, **rec})
-        rec["saved"] = saved
-        log(rec)
-        return rec
-
-    log_file = open(run_dir / "log.jsonl", "a")
-
-    def log(rec: dict) -> None:
-        log_file.write(json.dumps({"time": round(time.time()), **rec}) + "\n")
-        log_file.flush()
-
-    t0 = last_save = time.time()
-    bar = tqdm(total=hp["max_steps"], initial=step, desc=f"sprout-{args.twin}", file=sys.stderr,
-               mininterval=5)
-    model.train()
-    window_tokens, window_t = 0, time.time()
-    while step < hp["max_steps"]:
-        for batch in buckets(examples, hp["max_tokens"], rng):
-            if step >= hp["max_steps"] or (args.minutes and progress(step) >= 1.0):
-                break
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step) * group.get("lr_scale", 1.0)
-            with readout.capture(model) if readout is not None else contextlib.nullcontext():
-                if args.twin == "ar":
-                    loss, n = loss_ar(model, batch, ids, args.focus_weight, args.decision_weight)
-                else:
-                    block = model.config.block_sizes[int(torch.randint(len(model.config.block_sizes), (1,),
-                                                                       generator=gen))]
-                    loss, n = loss_bd(model, batch, ids, block, gen, args.complementary, args.ar_weight,
-                                      args.focus_weight, args.decision_weight,
-                                      on_blocks=readout.see_blocks if readout is not None else None)
-                aux = readout.loss(batch) if args.row_colour_weight else None
-                match = readout.match_loss(batch) if args.row_match_weight else None
-            if aux is not None:
-                loss = loss + args.row_colour_weight * aux
-            if match is not None:
-                loss = loss + args.row_match_weight * match
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            step += 1
-            batch_tokens = sum(len(ex.ids) for ex in batch)
-            tokens_seen += batch_tokens
-            window_tokens += batch_tokens
-            bar.update(1)
-            if step % 50 == 0:
-                rate = window_tokens / max(time.time() - window_t, 1e-9)
-                log({"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate),
-                     "tokens_seen": tokens_seen, "target_tokens": n,
-                     **({"row_colour_loss": round(aux.item(), 4)} if aux is not None else {}),
-                     **({"row_match_loss": round(match.item(), 4)} if match is not None else {})})
-                bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:.0f}")
-                window_tokens, window_t = 0, time.time()
-            if step % hp["eval_every"] == 0:
-                evaluate()
-            if time.time() - last_save >= hp["save_min"] * 60:
-                save_state()
-                last_save = time.time()
-        else:
-            continue
-        break
-    evaluate()
-    save_state()
-    bar.close()
+    try:
+        model = build_model(args, ids, len(tokenizer))
+    except ValueError as exc:
+        cli.error(str(exc))
+    TrainingRun(args, hparams, model.to(device), tokenizer, ids, corpus, val_corpus, device).run()
     return 0
 
 
