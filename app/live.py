@@ -30,7 +30,7 @@ class TraceView:
     pieces: dict[int, str]
     mask_id: int | None
     gen_length: int
-    block_size: int                  # diffusion: the config's; AR: 1 (each token is its own step)
+    block_size: int                  # the config's (AR frames are grouped by it too; 1 in older AR traces)
     steps: int | None                # rounds per block (a cap for threshold-like samplers)
     family: str                      # "diffusion" or "autoregressive"
     stats: Stats | None = None       # set once the run is over
@@ -45,7 +45,7 @@ class TraceView:
     def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
         diffusion = backend.family == "diffusion"
         return cls(frames=[], pieces={}, mask_id=backend.mask_id if diffusion else None,
-                   gen_length=config.gen_length, block_size=config.block_size if diffusion else 1,
+                   gen_length=config.gen_length, block_size=config.block_size,   # AR frames group tokens too
                    steps=config.steps if diffusion else None, family=backend.family, config=config, model=model,
                    prompt=prompt, ends=Ends.of(backend))
 
@@ -57,8 +57,11 @@ class TraceView:
         diffusion = result.mask_id is not None
         canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
         gen_length = int(cfg.get("gen_length") or canvas_length or 1)
+        block_size = int(cfg.get("block_size") or gen_length)
+        if not diffusion and all(f.block == f.nfe - 1 for f in result.frames):
+            block_size = 1                   # AR traces stored when each token was its own block
         return cls(frames=list(result.frames), pieces=dict(result.pieces), mask_id=result.mask_id,
-                   gen_length=gen_length, block_size=int(cfg.get("block_size") or gen_length) if diffusion else 1,
+                   gen_length=gen_length, block_size=block_size,
                    steps=cfg.get("steps") if diffusion else None,
                    family="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
                    config=config, model=model, prompt=prompt,

@@ -11,7 +11,6 @@ playground.json (keys: PLAYGROUND_KEYS) that says which family drives it and wit
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from typing import Any
 import torch
 
 from engine.backends.base import Backend, BackendError
-from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id, short_reason
+from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id
 from engine.backends.remote import PREFIX as REMOTE_PREFIX
 from engine.backends.remote import parse_spec
 
@@ -444,12 +443,7 @@ def build_backend(preset: Preset, model: torch.nn.Module, tokenizer: Any, device
 
 
 def _load_sprout(preset: Preset, device: str) -> Backend:
-    """Sprout folders are served by engine/backends/sprout.py, imported only when needed."""
-    try:
-        sprout = importlib.import_module("engine.backends.sprout")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("engine.backends.sprout", "engine.backends"):
-            raise BackendError(f"The Sprout backend could not be imported: {short_reason(exc)}") from exc
-        raise BackendError(f"Folder {preset.local_path} holds a Sprout model, but the Sprout backend "
-                           f"(engine/backends/sprout.py) is not part of this install yet.") from exc
+    """Sprout folders are served by engine/backends/sprout.py, imported only when one is loaded."""
+    from engine.backends import sprout
+
     return sprout.load(preset.local_path, device)

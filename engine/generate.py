@@ -1,5 +1,6 @@
 """Generation: drive a backend with a sampler, yielding one Frame per model forward and
-returning a Result (DESIGN.md, "The one data path"). Also the `python -m engine.generate` CLI.
+returning a Result (docs/ARCHITECTURE.md, "The one data path"). The command line is engine/cli.py
+(`python -m engine.generate` still runs it).
 
 Diffusion (semi-autoregressive block decoding): the generated span is a canvas (1, L) of mask
 ids. For each block in order: denoise rounds (one forward each) propose a token per position,
@@ -14,9 +15,6 @@ papers); for full-attention backends they are no-ops anyway.
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
 import sys
 import time
 from collections.abc import Callable, Generator
@@ -24,12 +22,11 @@ from collections.abc import Callable, Generator
 import torch
 
 from engine.backends.base import BackendError
-from engine.metrics import Ends, ModelClock, numbers, summary_line
+from engine.metrics import Ends, ModelClock, numbers
 from engine.samplers import confidence, propose, select, transfer_schedule
-from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
+from engine.trace import ConfigError, Frame, GenerationConfig, Result
 
 EOS_FILL_CONFIDENCE = 1.0   # positions filled after an EOS block are "decided" with certainty
-MASK_GLYPH = "░"
 
 
 def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
@@ -243,104 +240,7 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
     return summarize(backend, frames, clock.wall(), stop_reason)
 
 
-# --------------------------------------------------------------------------- CLI
+if __name__ == "__main__":   # the CLI is engine/cli.py; this name keeps working
+    from engine.cli import main
 
-def render_canvas(frame: Frame, backend, color: bool) -> str:
-    """One line of the canvas: masks as a glyph, EOS/pad as a dim dot, this round's tokens
-    highlighted (ANSI) when `color`."""
-    mask_id = getattr(backend, "mask_id", None) if backend.family == "diffusion" else None
-    fresh = {p for p, _, _ in frame.committed}
-    parts = []
-    for pos, token in enumerate(frame.canvas):
-        if token == mask_id:
-            parts.append(MASK_GLYPH)
-            continue
-        piece = "·" if token in backend.eos_ids or token == backend.pad_id else backend.token_piece(token)
-        piece = piece.replace("\n", "⏎")
-        parts.append(f"\x1b[1;32m{piece}\x1b[0m" if color and pos in fresh else piece)
-    return "".join(parts)
-
-
-def _live_printer(backend, stream) -> Callable[[Frame], None]:
-    """Redraw the canvas in place on a terminal; one plain line per frame otherwise."""
-    tty = stream.isatty()
-    drawn = {"lines": 0}
-
-    def show(frame: Frame) -> None:
-        head = f"block {frame.block} round {frame.round} · nfe {frame.nfe}"
-        body = render_canvas(frame, backend, color=tty)
-        if not tty:
-            print(f"[{head}] {body}", file=stream, flush=True)
-            return
-        width = max(1, shutil.get_terminal_size().columns)
-        plain = render_canvas(frame, backend, color=False)
-        if drawn["lines"]:
-            stream.write(f"\x1b[{drawn['lines']}F\x1b[J")                      # up N lines, clear below
-        stream.write(f"{head}\n{body}\n")
-        stream.flush()
-        drawn["lines"] = 1 + max(1, -(-len(plain) // width))
-
-    return show
-
-
-def stats_line(stats: Stats) -> str:
-    """The numbers of one generation, labelled as everywhere else (engine/metrics.py)."""
-    return summary_line(stats)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine.generate", description="Generate an answer with one model.")
-    p.add_argument("--model", required=True, help="catalog name or local folder")
-    p.add_argument("--prompt", required=True, help="the user message")
-    p.add_argument("--gen-length", type=int)
-    p.add_argument("--block-size", type=int)
-    p.add_argument("--steps", type=int)
-    p.add_argument("--sampler")
-    p.add_argument("--threshold", type=float)
-    p.add_argument("--factor", type=float)
-    p.add_argument("--entropy-bound", type=float)
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    p.add_argument("--json", action="store_true", help="print one JSON object: text, config, stats")
-    p.add_argument("--live", action="store_true", help="redraw the canvas every round")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    keys = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound",
-            "temperature", "top_p", "top_k", "seed")
-    flags = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    if not args.prompt.strip():
-        print("error: The prompt is empty: pass some text with --prompt.", file=sys.stderr)
-        return 2
-    # Imported here, once the arguments are fine: loading the catalog pulls in transformers.
-    from engine import catalog
-
-    errors = (BackendError, ValueError, getattr(catalog, "CatalogError", BackendError))   # ValueError: ConfigError
-    try:
-        # the model's own decoding defaults (the playground's), then the flags given
-        config = GenerationConfig(**{**catalog.resolve(args.model).defaults, **flags})
-        backend = catalog.load_backend(args.model, device=args.device)
-        prompt_ids = backend.encode_chat([{"role": "user", "content": args.prompt}])
-        live = _live_printer(backend, sys.stderr if args.json else sys.stdout) if args.live else None
-        result = run(backend, prompt_ids, config, on_frame=live)
-    except errors as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("Stopped.", file=sys.stderr)
-        return 130
-    if args.json:
-        print(json.dumps({"text": result.text, "config": config.to_dict(), "stats": result.stats.to_dict()}))
-    else:
-        print(result.text)
-        print(stats_line(result.stats))
-    return 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,5 @@
 """Samplers: small pure functions that turn logits into proposals and choose which masked
-positions of the active block to commit this round (DESIGN.md, "Samplers").
+positions of the active block to commit this round (docs/ARCHITECTURE.md, "Samplers").
 
 Notation: a block has B positions, M of them still masked. `propose` gives every position a
 token x_i and a distribution p_i; the confidence of a proposal is c_i = p_i[x_i]. A selection

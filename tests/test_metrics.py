@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from engine.generate import run, stats_line
+from engine.cli import stats_line
+from engine.generate import run
 from engine.metrics import LABELS, Ends, ModelClock, answer_commits, answer_progress, numbers, summary_line
 from engine.trace import Frame, GenerationConfig, Result
 from tests.fakes import FakeDiffusionBackend

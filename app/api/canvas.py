@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.generate import MASK_GLYPH
+from engine.cli import MASK_GLYPH
 from engine.trace import Frame
 
 __all__ = ["MASK_GLYPH", "committed_text", "diffusing_view", "text_delta"]

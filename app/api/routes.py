@@ -61,9 +61,26 @@ def _sse(obj: Any) -> bytes:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
 
-async def _stream(service: ChatService, lease: Any, request: ChatRequest) -> AsyncIterator[bytes]:
-    """Chunks: the role, then content (committed text deltas, or whole canvases when diffusing),
-    then the finish reason (with tool_calls), then usage when asked, then [DONE]."""
+async def _admit(service: ChatService, name: str) -> Any:
+    """The model's lease, waited for in a worker thread. If this request is cancelled while it
+    waits, the thread still finishes: the lease it got is handed back, never leaked."""
+    got: list[Any] = []
+
+    def wait() -> Any:
+        got.append(service.admit(name))
+        return got[0]
+
+    try:
+        return await run_in_threadpool(wait)
+    except BaseException:
+        for lease in got:
+            lease.release()
+        raise
+
+
+def _start(service: ChatService, lease: Any, request: ChatRequest) -> tuple[asyncio.Queue, Any]:
+    """Start the generation now, before the response is sent: a client that leaves before the
+    stream begins still gets its model released when the run ends. -> (events, stop event)."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
 
@@ -73,13 +90,18 @@ async def _stream(service: ChatService, lease: Any, request: ChatRequest) -> Asy
         except RuntimeError:
             pass                               # the server is shutting down
 
+    return events, service.start(lease, request, emit)
+
+
+async def _stream(events: asyncio.Queue, stop: Any, backend: Any, request: ChatRequest) -> AsyncIterator[bytes]:
+    """Chunks: the role, then content (committed text deltas, or whole canvases when diffusing),
+    then the finish reason (with tool_calls), then usage when asked, then [DONE]."""
     cid, model = protocol.new_id(), request.model
     usage_extra = {"usage": None} if request.include_usage else {}
 
     def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> bytes:
         return _sse({**protocol.chunk(cid, model, delta, reason, **extra), **usage_extra})
 
-    stop = service.start(lease, request, emit)
     sent, hold = "", request.parse_tools       # with tools, text is held until the calls are read
     try:
         yield chunk({"role": "assistant", "content": ""})
@@ -88,10 +110,10 @@ async def _stream(service: ChatService, lease: Any, request: ChatRequest) -> Asy
             if event[0] == "frame":
                 frame = event[1]
                 if request.diffusing:
-                    text, extension = diffusing_view(lease.backend, frame)
+                    text, extension = diffusing_view(backend, frame)
                     yield chunk({"content": text}, diffusion=extension)
                 elif not hold:
-                    delta = text_delta(sent, committed_text(lease.backend, frame))
+                    delta = text_delta(sent, committed_text(backend, frame))
                     if delta:
                         sent += delta
                         yield chunk({"content": delta})
@@ -140,9 +162,10 @@ def make_router(service: ChatService) -> APIRouter:
             _check_key(request, options.api_key)
             body = await _read_json(request, options.max_body_bytes)
             chat = await run_in_threadpool(protocol.read_request, body, service.defaults_for)
-            lease = await run_in_threadpool(service.admit, chat.model)
+            lease = await _admit(service, chat.model)
             if chat.stream:
-                return StreamingResponse(_stream(service, lease, chat), media_type="text/event-stream",
+                events, stop = _start(service, lease, chat)
+                return StreamingResponse(_stream(events, stop, lease.backend, chat), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
             result, prompt_tokens = await run_in_threadpool(service.generate, lease, chat)
             return JSONResponse(protocol.completion(protocol.new_id(), chat, result, prompt_tokens))

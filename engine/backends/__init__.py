@@ -1,1 +1,2 @@
-"""Model backends: one small protocol, several families (DESIGN.md, "Backends")."""
+"""Model backends: one small protocol (base.py), several kinds of model (docs/ARCHITECTURE.md,
+"The backend protocol")."""

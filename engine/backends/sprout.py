@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.base import BackendError, pick_device
+from engine.backends.base import BackendError, pick_device, pick_dtype
 from engine.sprout.chat import EOS, MASK, PAD, render_chat
 
 
@@ -98,9 +98,8 @@ def load(path: str | Path, device: str = "auto"):
         raise BackendError(f"Sprout folder {folder} has no readable config.json ({exc}).") from exc
     dev = pick_device(device)
     try:
-        # weights are stored in bf16 to stay small; compute in fp32 on CPU, bf16 on CUDA
-        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-        model = SproutModel.from_pretrained(str(folder), dtype=dtype).to(dev)
+        # weights are stored in bf16 to stay small; computed in the device's dtype (pick_dtype)
+        model = SproutModel.from_pretrained(str(folder), dtype=pick_dtype(dev)).to(dev)
         tokenizer = load_tokenizer(folder)
     except Exception as exc:  # noqa: BLE001 - any loading failure becomes one sentence
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__

@@ -6,7 +6,7 @@ import pytest
 from transformers import AutoModel, AutoTokenizer
 
 import engine.sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
-from engine.generate import MASK_GLYPH, main
+from engine.cli import MASK_GLYPH, main
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

@@ -1,4 +1,5 @@
-"""`python -m engine.generate`: main() with a stub catalog that serves the fake backend."""
+"""`python -m engine.cli` (and its old name `python -m engine.generate`): main() with a stub
+catalog that serves the fake backend."""
 
 import io
 import json
@@ -9,7 +10,8 @@ import pytest
 
 import engine
 from engine.backends.base import BackendError
-from engine.generate import MASK_GLYPH, _live_printer, main, run
+from engine.cli import MASK_GLYPH, live_printer, main
+from engine.generate import run
 from engine.trace import GenerationConfig
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 
@@ -51,7 +53,7 @@ def test_json_output(catalog, capsys):
     assert payload["text"] == ANSWER
     assert payload["config"]["block_size"] == 8 and payload["config"]["sampler"] == "threshold"
     assert set(payload["stats"]) == {"nfe", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s",
-                                     "first_token_s", "stop_reason"}
+                                     "first_token_s", "stop_reason", "wall_s"}
     assert payload["stats"]["new_tokens"] == len(ANSWER)
     assert catalog.loaded == [("fake-dllm", "cpu")]
 
@@ -69,7 +71,7 @@ def test_the_models_decoding_defaults_apply_unless_a_flag_says_otherwise(catalog
 def test_plain_output_is_text_then_stats(catalog, capsys):
     assert main(["--model", "fake-ar", "--prompt", "Say hello", "--gen-length", "64"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == ANSWER and "tokens/forward" in lines[1] and "stopped: eos" in lines[1]
+    assert lines[0] == ANSWER and "tokens per forward" in lines[1] and "stopped by eos" in lines[1]
 
 
 def test_live_output_shows_masks_and_the_final_text(catalog, capsys):
@@ -113,6 +115,16 @@ def test_live_on_a_terminal_highlights_and_redraws_in_place():
             return True
 
     screen, backend = Terminal(), FakeDiffusionBackend(ANSWER)
-    run(backend, [5], GenerationConfig(gen_length=32, block_size=16, steps=4), on_frame=_live_printer(backend, screen))
+    run(backend, [5], GenerationConfig(gen_length=32, block_size=16, steps=4), on_frame=live_printer(backend, screen))
     drawn = screen.getvalue()
     assert "\x1b[1;32m" in drawn and "\x1b[2F\x1b[J" in drawn and MASK_GLYPH in drawn
+
+
+def test_the_old_module_name_still_runs_the_cli():
+    import subprocess
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-m", "engine.generate", "--help"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "--model" in done.stdout and "python -m engine.cli" in done.stdout
