@@ -30,8 +30,8 @@ from engine.world.format import assistant_spans
 # The decision most failed shop tasks turn on: which product id a call copies out of a search
 # result (the row whose colour and size match; training.probe scores it). It is a few
 # tokens of a ~40-token turn, so a plain mean spends little on it; `focus_weight` scales its
-# loss. Weighting the tool names as well (x4, 450 CPU steps) made Sprout-BD answer "not
-# available" where it should add (wrong_tool 9 -> 29 of 300 validation tasks), so it does not.
+# loss. It leaves the tool names alone: weighting them too pushed Sprout-BD to answer "not
+# available" where it should add (models/README.md).
 FOCUS = re.compile(r'"product_id":"([^"]+)"')
 # A search result row (engine.world.tools.search_products): its colour, size and id, whose tokens
 # `Example.row_colours` marks with the colour for the read-out loss (training.readout).
@@ -41,13 +41,10 @@ ROW = re.compile(r'"color":"(\w+)","size":"([^"]+)","id":"([^"]+)"')
 SEARCH = re.compile(r'"name":"search_products","arguments":(\{[^{}]*\})')
 ASKED = re.compile(r'"(color|size)":"([^"]+)"')
 # The choice right after a search result: the name of the next call (add_to_cart, or finish with
-# "not available"). `Example.decisions` marks its tokens for `decision_weight`. Why: with one
-# matching row among near misses, Sprout-BD answered "not available" in 11 of 18 validation
-# shop_add tasks (p(add) 0.10-0.46 at the name), although the rows carried whether they match
-# (the match read-out, loss 0.003): the one token that decides gets one token's share of the loss.
-# At weight 4 (1,148 BD steps) the call after a search was right in 100 % of 240 held-out cases
-# (training.probe; 80 / 44 / 92.5 % for shop_add / near_miss / out_of_stock before) and
-# validation rose from 293 to 299 of 300 tasks. Weighting every tool name (above) did the opposite.
+# "not available"). `Example.decisions` marks its tokens for `decision_weight`. Why: the one
+# token that decides gets one token's share of the loss, and with one matching row among near
+# misses Sprout-BD answered "not available" although its rows carried whether they match
+# (what the weight changed: models/README.md, session 8).
 DECISION = re.compile(r'<tool_response>\[\{"color"[^<]*</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"')
 
 

@@ -24,11 +24,7 @@ from engine.world.oracle import Call
 from engine.world.state import world_for
 from engine.world.tools import call_tool
 
-# Off by default: no gain was measured. The BD twin trained 1,100 steps (3.9 M tokens) on a
-# corpus whose 30,000 extra shop transcripts had detours at share 0.5 and scored 247-257 of 300
-# validation tasks at its checkpoints, against 265-277 for a run without them (which also
-# lacked the extra shop transcripts, so the comparison is not clean); its repeated calls after
-# "out of stock" rose from 0 to 9.
+# Off by default: a run with detours did not beat one without (models/README.md, "Detours").
 DETOUR_SHARE = 0.0    # of the transcripts that can take one
 
 

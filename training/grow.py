@@ -5,11 +5,10 @@ adds nothing to the residual stream: the grown model's logits equal the original
 mode (clean, denoise, commit) until training moves them. Their other weights get the usual
 random init, so the first step's gradient on `out` / `down` is not zero.
 
-Why: the shipped twins pick the wrong row of a search result in about a quarter of shop tasks,
-on training transcripts as often as on fresh ones (an underfit, not a memorised, decision), and
-choosing a row by its colour then copying its id takes more hops than two attention layers
-give easily. An appended attention layer is one more hop, without retraining from scratch.
-Measured so far (models/README.md, session 6): 586 CPU steps at lr 2e-4 did not raise it.
+Why: choosing a search row by its colour and then copying its id takes more hops than two
+attention layers give easily, and a decision the model gets wrong on training transcripts as
+often as on fresh ones is underfit, not memorised. An appended attention layer is one more hop
+without retraining from scratch. What growing measured: models/README.md.
 """
 
 from __future__ import annotations
@@ -44,11 +43,9 @@ def widen_conv(model: SproutModel, width: int) -> SproutModel:
     zero taps on the oldest inputs leave every output as it was.
 
     Why: a search row reads `{"color":"grey","size":"M","id":"P5K9",...}`. The size is 5 tokens
-    before the id's first digit and the colour 9; the twins always match the size and miss the
-    colour in ~28 % of calls (training.probe). With width >= 10 the q / k / v of the id's
-    digits see the row's colour directly, instead of through the recurrence alone. Measured:
-    alone, the new taps only random-walked and the choice did not move; the colour read-out
-    loss (training.readout) is what moved it (models/README.md, session 7)."""
+    before the id's first digit and the colour 9. With width >= 10 the q / k / v of the id's
+    digits see the row's colour directly, instead of through the recurrence alone (the wider
+    conv alone did not move the choice, the colour read-out did: models/README.md)."""
     old = model.config.conv_size
     if width <= old:
         raise ValueError(f"The conv can only be widened: it spans {old} tokens, asked for {width}.")

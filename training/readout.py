@@ -4,14 +4,10 @@ choice needs (a colour, whether a row matches) where it needs it.
 Why: to copy the right product id out of a search result, a copy head must match the colour
 asked for (its query) against each row's colour (its keys). A row reads
 `{"color":"grey","size":"M","id":"P5K9",...}`: the size is 5 tokens before the id's first digit,
-the colour 9. Linear read-outs (held-out transcripts) found, after the first layer:
-- AR twin, at a row's id tokens (keys): the row's size 99-100 % of the time, its colour 71 % (at
-  `P`) and 36 % (first digit; chance 1/8 plus the colour prior);
-- BD twin's clean stream, at the `P` of the id being written (the query): the colour asked for
-  76 %, the size 93 %.
-Their wrong picks are all rows of the right size and another colour (training.probe). More
-epochs of the plain loss did not grow either feature, since the loss reaches them only through
-one copied token per call; these losses ask for them directly.
+the colour 9. Linear read-outs of the twins found the size carried at both ends and the colour
+much less (models/README.md), and their wrong picks are rows of the right size and another
+colour (training.probe). The plain loss reaches these features only through one copied token
+per call, so more epochs of it do not grow them; these losses ask for them directly.
 
 Two sets of linear heads, one head per layer input from layer 1 to the last layer's:
 - rows: the clean stream at each search row's id token -> that row's colour
@@ -20,10 +16,10 @@ Two sets of linear heads, one head per layer input from layer 1 to the last laye
   token -> the colour of the row it was copied from (`Example.wanted_colours`), masked or not:
   what is asked for is a property of the context.
 A third set (`match_loss`) reads at each search row's id token whether the row is what the
-search asked for, colour and size both (`Example.row_matches`). Why: Sprout-BD still answered
-"not available" over a matching row. Measured (models/README.md, session 8): the bit became
-decodable after ~550 steps and lifted the row choice (training.probe: 92.5 -> 99.7 %), but
-not the add / "not available" choice; that took the decision weight (training.data.DECISION).
+search asked for, colour and size both (`Example.row_matches`). Why: Sprout-BD answered
+"not available" over a matching row, so whether a row matches is asked for where the row is
+(it lifted the row choice, not the add / "not available" choice, which took the decision
+weight, training.data.DECISION; models/README.md).
 The heads are training-only and are not saved with the model; they are in the run's state so a
 run resumes exactly.
 """

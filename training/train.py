@@ -49,7 +49,9 @@ TRAIN_PRESETS = {
 }
 
 
-READOUT_LR_SCALE = 30.0   # the read-out heads' lr over the model's
+# The read-out heads' lr over the model's: fresh linear heads at the model's fine-tuning lr stay
+# near chance for a long time, so their gradient into the model is noise (models/README.md).
+READOUT_LR_SCALE = 30.0
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
