@@ -148,11 +148,6 @@ class BlockCausalBackend(HFTextMixin):
         """The aligned prompt tail (if any) in front of the block's ids."""
         return torch.cat([self._pending, x], dim=1) if self._pending.shape[1] else x
 
-    def _check_length(self, total: int) -> None:
-        if total > self.max_length:
-            raise BackendError(f"Prompt plus generation is {total} tokens, more than the {self.max_length} that "
-                               f"'{self.name}' can take: shorten the prompt or the generation length.")
-
     def _cached_forward(self, x: torch.Tensor, *, start: int, causal: bool, store: bool,
                         last_only: bool = False, allowed: torch.Tensor | None = None,
                         chunk: int | None = None) -> torch.Tensor:

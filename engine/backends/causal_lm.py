@@ -54,8 +54,3 @@ class CausalLMBackend(HFTextMixin):
         x = torch.tensor([[int(token_id)]], dtype=torch.long, device=self.device)    # (1, 1)
         logits, self.cache = call_model(self.model, x, cache=self.cache)            # (1, 1, V)
         return logits[:, -1].float()                                                 # (1, V)
-
-    def _check_length(self, total: int) -> None:
-        if total > self.max_length:
-            raise BackendError(f"Prompt plus generation is {total} tokens, more than the {self.max_length} that "
-                               f"'{self.name}' can take: shorten the prompt or the generation length.")

@@ -58,9 +58,7 @@ class FullAttentionBackend(HFTextMixin):
         canvas = as_batch(canvas).to(self.device)
         start, stop, _ = block.indices(canvas.shape[1])
         x = torch.cat([self._prompt, canvas], dim=1)                 # (1, P + L)
-        if x.shape[1] > self.max_length:
-            raise BackendError(f"Prompt plus generation is {x.shape[1]} tokens, more than the {self.max_length} "
-                               f"that '{self.name}' can take: shorten the prompt or the generation length.")
+        self._check_length(x.shape[1])
         kwargs: dict[str, Any] = {}
         if self.attention is not None:
             allowed = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=self.device)

@@ -178,6 +178,12 @@ class HFTextMixin:
         text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
         return [int(i) for i in tok.encode(text)]
 
+    def _check_length(self, total: int) -> None:
+        """The one context check of the transformers backends: prompt plus generation must fit."""
+        if total > self.max_length:
+            raise BackendError(f"Prompt plus generation is {total} tokens, more than the {self.max_length} that "
+                               f"'{self.name}' can take: shorten the prompt or the generation length.")
+
     def decode(self, ids: list[int]) -> str:
         """Text of a span, special tokens removed (decode spans, never glue byte-level pieces)."""
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
