@@ -38,6 +38,8 @@ body .gradio-container { --color-accent: #c2410c; --button-primary-background-fi
 .dark .gradio-container .info-text, .dark .gradio-container .min_value, .dark .gradio-container .max_value {
   color: #a1a1aa; }
 footer, footer * { color: #52525b !important; }
+.dark footer, .dark footer * { color: #a1a1aa !important; }
+.dark .gradio-container button[role="tab"].selected { color: #fb923c; }
 """
 
 CSS = GRID_CSS + APP_CSS + CONTRAST_CSS

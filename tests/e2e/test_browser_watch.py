@@ -110,13 +110,14 @@ def test_replay_plays_the_answer_again_from_round_zero(browser, tmp_path):
     assert len(states) >= frames + 1 and seconds >= (frames - 1) * 0.15, (frames, seconds)
 
 
-def test_text_contrast_and_new_tokens_marked_by_more_than_colour(browser, tmp_path):
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_text_contrast_and_new_tokens_marked_by_more_than_colour(browser, tmp_path, theme):
     from playwright.sync_api import expect
 
     ctx = fake_context(tmp_path, delay_s=0.05)
     with running_app(ctx) as (_demo, url):
         page = browser.new_page(viewport={"width": 1440, "height": 960})
-        page.goto(url)
+        page.goto(url + ("?__theme=dark" if theme == "dark" else ""))
         page.locator("#prompt textarea").fill("Say hi")
         page.locator("#send").click()
         expect(page.locator("#live-panel .dp-cell.dp-new").first).to_be_visible(timeout=30_000)
