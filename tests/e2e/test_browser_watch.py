@@ -186,3 +186,26 @@ def test_show_every_round_and_a_saved_preset(browser, tmp_path):
     ctx.close()
     assert saved["sampler"] == "low_confidence" and saved["steps"] == 8 and saved["block_size"] == 8
     assert saved["threshold"] == 0.75
+
+
+def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = fake_context(tmp_path)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        page.goto(url)
+        below = page.locator("#scrubber, #chat-gen-length").last
+        before = below.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        length = page.locator("#chat-gen-length input[type=number]")
+        length.fill("256")
+        length.press("Enter")
+        page.locator("#prompt textarea").fill("Say hi")
+        page.locator("#send").click()
+        expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=60_000)
+        box = page.locator("#live-panel .dp-panel").evaluate("e => [e.clientHeight, e.scrollHeight]")
+        after = below.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        page.close()
+    ctx.close()
+    assert box[1] > box[0] and 300 <= box[0] <= 420, box          # fixed height; the grid scrolls inside
+    assert abs(after - before) < 120, (before, after)              # the settings below stay where they were
