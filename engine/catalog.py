@@ -21,7 +21,8 @@ from typing import Any
 import torch
 
 from engine.backends.base import Backend, BackendError
-from engine.backends.hf_common import load_pretrained, read_config, resolve_mask_id
+from engine.backends.hf_loading import load_pretrained, read_config
+from engine.backends.hf_text import resolve_mask_id
 from engine.backends.remote import PREFIX as REMOTE_PREFIX
 from engine.backends.remote import parse_spec
 

@@ -11,7 +11,7 @@ from engine.backends.base import AutoregressiveBackend, BackendError, DiffusionB
 from engine.backends.block_causal import BlockCausalBackend
 from engine.backends.causal_lm import CausalLMBackend
 from engine.backends.full_attention import FullAttentionBackend
-from engine.backends.hf_common import cache_length
+from engine.backends.hf_calls import cache_length
 from engine.generate import run
 from engine.trace import GenerationConfig
 from tests import tiny_models as tm

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import tests.tiny_models as tm
-from engine.backends import hf_common
+from engine.backends import hf_loading
 from engine.backends.base import BackendError, plan_placement
 
 
@@ -42,7 +42,7 @@ def test_a_spread_load_runs_the_same_model(tmp_path, monkeypatch):
     """The device_map path of load_pretrained (taken with several GPUs) loads through accelerate;
     on this CPU-only machine accelerate puts every layer on the CPU, and the logits are the same."""
     folder = tm.save_tiny(tmp_path / "tiny", tm.tiny_causal_lm(), tm.tiny_tokenizer())
-    plain, _, _ = hf_common.load_pretrained(str(folder), label="tiny", device="cpu")
+    plain, _, _ = hf_loading.load_pretrained(str(folder), label="tiny", device="cpu")
     import transformers
 
     seen: dict = {}
@@ -53,8 +53,8 @@ def test_a_spread_load_runs_the_same_model(tmp_path, monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", recording)
-    monkeypatch.setattr(hf_common, "pick_placement", lambda name: (torch.device("cpu"), "auto"))
-    spread, _, device = hf_common.load_pretrained(str(folder), label="tiny", device="auto")
+    monkeypatch.setattr(hf_loading, "pick_placement", lambda name: (torch.device("cpu"), "auto"))
+    spread, _, device = hf_loading.load_pretrained(str(folder), label="tiny", device="auto")
     assert seen["device_map"] == "auto" and device == torch.device("cpu")
     assert {p.device.type for p in spread.parameters()} == {"cpu"}
     ids = torch.tensor([[5, 6, 7, 8]])

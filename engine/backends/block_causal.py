@@ -37,8 +37,7 @@ from typing import Any
 import torch
 
 from engine.backends.base import BackendError
-from engine.backends.hf_common import (
-    HFTextMixin,
+from engine.backends.hf_calls import (
     as_batch,
     cache_length,
     call_model,
@@ -48,6 +47,7 @@ from engine.backends.hf_common import (
     restore_cache,
     snapshot_if_needed,
 )
+from engine.backends.hf_text import HFTextMixin
 
 MASK_STYLES = ("additive", "bool", "block_size")
 
@@ -96,7 +96,7 @@ class BlockCausalBackend(HFTextMixin):
         self._last_logits = None
         if not self.use_cache:
             return
-        self.cache = new_cache(self.model)
+        self.cache = new_cache()
         if whole == 0:
             return
         segment_end = torch.tensor(self._segment_end, device=self.device)

@@ -9,15 +9,9 @@ from typing import Any
 import torch
 
 from engine.backends.base import BackendError
-from engine.backends.hf_common import (
-    HFTextMixin,
-    as_batch,
-    cache_length,
-    call_model,
-    context_length,
-    new_cache,
-    special_ids,
-)
+from engine.backends.hf_calls import as_batch, cache_length, call_model, new_cache
+from engine.backends.hf_loading import context_length
+from engine.backends.hf_text import HFTextMixin, special_ids
 
 
 class CausalLMBackend(HFTextMixin):
@@ -42,7 +36,7 @@ class CausalLMBackend(HFTextMixin):
         if prompt.shape[1] < 1:
             raise BackendError(f"Model '{self.name}' needs a prompt of at least one token.")
         self._check_length(prompt.shape[1])
-        self.cache = new_cache(self.model)
+        self.cache = new_cache()
         logits, self.cache = call_model(self.model, prompt, cache=self.cache, last_only=True)  # (1, 1|P, V)
         return logits[:, -1].float()                                             # (1, V)
 

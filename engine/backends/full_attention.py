@@ -13,13 +13,8 @@ from typing import Any
 import torch
 
 from engine.backends.base import BackendError
-from engine.backends.hf_common import (
-    HFTextMixin,
-    as_batch,
-    call_model,
-    format_mask,
-    model_dtype,
-)
+from engine.backends.hf_calls import as_batch, call_model, format_mask, model_dtype
+from engine.backends.hf_text import HFTextMixin
 
 # How the all-true attention mask is handed to the model: not at all (the model is
 # bidirectional by itself: LLaDA, Dream with no padding), or as an explicit 4-D mask.
