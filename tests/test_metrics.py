@@ -136,3 +136,12 @@ def test_an_answer_of_several_generations_adds_up():
     assert total.seconds == pytest.approx(0.010 + 0.040) and total.first_token_s == pytest.approx(0.010)
     assert total.tokens_per_s == pytest.approx(8 / 0.050) and total.wall_s == 2.0
     assert combined([]).new_tokens == 0
+
+
+def test_a_trace_stored_before_the_end_ids_infers_its_eos():
+    stored = make_eos_result().to_dict()
+    del stored["eos_ids"], stored["pad_id"]
+    again = Result.from_dict(stored)
+    assert again.eos_ids == [EOS]                        # it stopped on EOS: the last canvas cell is the EOS id
+    stored["stats"]["stop_reason"] = "length"
+    assert Result.from_dict(stored).eos_ids == []        # nothing to infer from a run that filled its canvas
