@@ -122,8 +122,8 @@ class AgentHandlers:
             raise user_error(str(exc)) from None
         try:
             with self.ctx.registry.using(model) as backend:
-                run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
-                yield from self._episode(run, backend, task, config, model, limit, graded)
+                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second) as run:
+                    yield from self._episode(run, backend, task, config, model, limit, graded)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -225,7 +225,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     card_md, examples = card_examples("agent", card)
     instruction = gr.Textbox(label="Instruction", lines=1, max_lines=6, elem_id="agent-instruction",
                              placeholder="Pick a task above or an example, or type an instruction for the agent")
-    with gr.Accordion("Generation settings", open=False):
+    with gr.Accordion("Generation settings", open=False, elem_id="agent-settings"):
         max_steps = gr.Slider(1, 16, value=8, step=1, label="Step limit", elem_id="agent-max-steps",
                               info="Tool calls the agent may make before the episode ends unfinished.")
         controls = generation_controls("agent", AGENT_DEFAULTS, with_sampling=False, ctx=ctx)
@@ -236,7 +236,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=3):
             panel = gr.HTML(EMPTY_PANEL, label="Denoising of the current tool call", elem_id="agent-panel")
-            steps = gr.HTML(label="Steps", elem_id="agent-steps")
+            steps = gr.HTML(label="Steps", elem_id="agent-step-list")
         with gr.Column(scale=2):
             verdict = gr.Markdown(elem_id="agent-verdict")
             world = gr.JSON(label="World state (cart, orders, invoices)")

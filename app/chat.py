@@ -37,10 +37,11 @@ from .cards import card_for
 from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
-from .runs import Exchange, Run, Turn, save, title_of
+from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
 from .steps import answer_of, chat_entries, chat_messages, context_messages, step_turns
+from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
     QUIET,
@@ -56,6 +57,7 @@ CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trac
                 "commits", "prompt", "status", "version")
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 MAX_TOOL_STEPS = 8
+STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
 
@@ -176,8 +178,43 @@ class ChatHandlers:
         user = {"role": "user", "content": message}
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
-        turn = _Turn(run, config, model, message, history, user)
+        with run:
+            turn = _Turn(run, config, model, message, history, user)
+            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
+            if run.discarded:                        # New chat came: the run is saved, the page moved on
+                return
+            answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
+            if ended.kind == "stopped":
+                turn.stop()
+            elif early and not turn.steps:
+                raise user_error(early)                  # the prompt alone outgrew the context: nothing ran
+            conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
+            entries = turn.entries(answer, early)
+            shown = history + [user] + entries
+            item = {"entries": entries, "world": world.clone(),
+                    "seed": config.seed if config.temperature > 0 else None}
+            if regenerating and versions:
+                versions = {**versions, "items": [*versions["items"], item], "at": len(versions["items"])}
+            else:
+                versions = {"start": len(history), "before": before, "items": [item], "at": 0}
+            final = dict(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
+                         conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
+                         scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
+                         status=turn.status(config, conversation_id, run.stop_requested),
+                         version=version_label(versions))
+            yield updates(**final)
+            if turn.view.frames and not run.discarded:   # then the plots: a long answer's take a while
+                heatmap, commits = turn.view.plots()
+                yield updates(**final, heatmap=heatmap, commits=commits)
+
+    def _stream(self, run: Run, turn: _Turn, world: World, context: list[dict[str, str]],
+                conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
+        """The turn's live updates; returns its last event ("done" or "stopped"). Closed early (a
+        client's cancel), it saves what was decided before closing."""
+        config, model = turn.config, turn.model
         try:
+            if is_loading(self.ctx, model):                # the first use waits for weights: say so
+                yield updates(panel=LOADING_PANEL, status="")
             with self.ctx.registry.using(model) as backend:
                 turn.backend = backend
                 run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS, text_answers=True,
@@ -194,7 +231,8 @@ class ChatHandlers:
                                               trace=turn.view)
                         elif event.kind == "step":
                             turn.step_done(event.value)
-                            yield updates(chatbot=turn.chatbot(), trace=turn.view)
+                            if not run.stop_requested:
+                                yield updates(chatbot=turn.chatbot(), trace=turn.view)
                         else:
                             ended = event
                 except GeneratorExit:
@@ -209,25 +247,10 @@ class ChatHandlers:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure reaches the person as a sentence
             raise failure(exc) from None
-        answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
-        if ended.kind == "stopped":
+        if run.discarded:
             turn.stop()
-        elif early and not turn.steps:
-            raise user_error(early)                      # the prompt alone outgrew the context: nothing ran
-        conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
-        entries = turn.entries(answer, early)
-        shown = history + [user] + entries
-        item = {"entries": entries, "world": world.clone(), "seed": config.seed if config.temperature > 0 else None}
-        if regenerating and versions:
-            versions = {**versions, "items": [*versions["items"], item], "at": len(versions["items"])}
-        else:
-            versions = {"start": len(history), "before": before, "items": [item], "at": 0}
-        heatmap, commits = turn.view.plots() if turn.view.frames else (None, None)
-        yield updates(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
-                      conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
-                      scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(), heatmap=heatmap,
-                      commits=commits, status=turn.status(config, conversation_id, run.stop_requested),
-                      version=version_label(versions))
+            self._save(turn, conversation_id, spec, system)
+        return ended
 
     # -- versions, edit, new ------------------------------------------------------------------
     def show_version(self, history: list[dict[str, Any]] | None, versions: dict[str, Any] | None, delta: int) -> tuple:
@@ -254,11 +277,12 @@ class ChatHandlers:
         kept = history[:start]
         return history[start]["content"], kept, chat_messages(kept), world, None, ""
 
-    def new_chat(self) -> tuple:
+    def new_chat(self, key: tuple = (None, "chat")) -> tuple:
         """Everything back to empty: the next message starts a new conversation, a new world and a
-        new model context."""
+        new model context. A run still going is stopped and saved first (and draws nothing more)."""
+        self.ctx.runs.stop(key, discard=True, wait_s=STOP_WAIT_S)
         return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=None, trace=None,
-                       versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None, prompt="",
+                       versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
                        status="Started a new conversation.", version="")
 
     # -- after a run --------------------------------------------------------------------------
@@ -310,7 +334,7 @@ class _Turn:
             return []
         text = self.view.partial_text(self.backend).lstrip()
         if text.startswith(("<tool_call>", "{", "<")):
-            return [{"role": "assistant", "content": "", "title": "🛠 writing a tool call…", "status": "pending",
+            return [{"role": "assistant", "content": "", "title": "Tool call: being written…", "status": "pending",
                      "shown": ""}]
         return [{"role": "assistant", "content": text or "…"}]
 
@@ -405,7 +429,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
             status = gr.Markdown(elem_id="chat-status")
         with gr.Column(scale=6):
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
-            with gr.Row(equal_height=True):
+            with gr.Row(equal_height=False):
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
                                      scale=5)
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
@@ -426,20 +450,23 @@ def build(ctx: AppContext) -> dict[str, Any]:
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
                status, version]
     submit = with_settings(chat.submit, "chat", names)
-    send = send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
-    enter = prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
-    regen = regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs,
-                            api_name="regenerate", **GENERATE)
+    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
+    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
+    regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
+                    **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
     for button, delta in ((prev_btn, -1), (next_btn, 1)):
         button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
                      [chatbot, history, world, versions, version], api_visibility="private", **QUIET)
     edit_btn.click(chat.edit_last, [history, world, versions], [prompt, history, chatbot, world, versions, version],
                    api_visibility="private")
-    # New chat and the Chatbot's clear icon: end any run, then a new conversation, world and context.
+    # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
+    # world and model context.
+    def new_chat(request: gr.Request) -> tuple:
+        return chat.new_chat(run_key(request, "chat"))
+
     for trigger in (new_btn.click, chatbot.clear):
-        trigger(None, None, None, cancels=[send, enter, regen])
-        trigger(chat.new_chat, None, outputs, api_visibility="private", **QUIET)
+        trigger(new_chat, None, outputs, queue=False, api_visibility="private", **QUIET)
     scrubber.input(scrub_panel, [trace, scrubber], [panel], trigger_mode="always_last", api_visibility="private",
                    **QUIET)
     replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",

@@ -143,8 +143,8 @@ class CompareHandlers:
                     backend = backends[name]
                     frames = generate(backend, encode_prompt(backend, messages), config)
                     racers.append(Racer(name, backend, frames, TraceView.for_run(backend, config, name, prompt)))
-                run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
-                yield from self._race(run, racers, config, prompt)
+                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second) as run:
+                    yield from self._race(run, racers, config, prompt)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -181,8 +181,6 @@ class CompareHandlers:
         stopped = any(r.result is None or r.result.stats.stop_reason == "cancelled" for r in racers)
         self._finish(racers, stopped)
         saved = self._save(racers, config, prompt)
-        race = race_plot(racers[0].view.frames, racers[1].view.frames, labels=(racers[0].name, racers[1].name),
-                         ends=(racers[0].view.ends, racers[1].view.ends))
         mode = "stopped" if stopped else "done"
         if stopped:
             status = "Stopped. What each model decided is kept (stored as stopped)."
@@ -193,7 +191,11 @@ class CompareHandlers:
                       f"({speedup} as fast).")
         if saved is not None:
             status += f" Stored as comparison #{saved}."
-        yield racers[0].view.panel(mode), racers[1].view.panel(mode), stats_table(racers), race, status
+        panels = racers[0].view.panel(mode), racers[1].view.panel(mode), stats_table(racers)
+        yield *panels, gr.skip(), status
+        # then the plot: for a long answer it takes a while to build
+        yield *panels, race_plot(racers[0].view.frames, racers[1].view.frames, labels=(racers[0].name, racers[1].name),
+                                 ends=(racers[0].view.ends, racers[1].view.ends)), status
 
     @staticmethod
     def _finish(racers: list[Racer], stopped: bool) -> None:
@@ -230,7 +232,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     card_md, examples = card_examples("compare", card_for(ctx.default_model, ctx.registry.listing()))
     prompt = gr.Textbox(label="Prompt for both models", lines=1, max_lines=8, elem_id="compare-prompt",
                         placeholder="Enter races, Shift+Enter starts a new line")
-    with gr.Accordion("Generation settings", open=False):
+    with gr.Accordion("Generation settings", open=False, elem_id="compare-settings"):
         controls = generation_controls("compare", DEFAULTS, ctx=ctx)
     with gr.Row():
         race_btn = gr.Button("Race", variant="primary", elem_id="race")

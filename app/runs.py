@@ -35,35 +35,37 @@ class Stopped(Exception):
 
 
 class RunBoard:
-    """The running runs, one per (browser session, tab): what the Stop buttons reach."""
+    """The running runs, one per (browser session, tab): what the Stop and New chat buttons reach."""
 
     def __init__(self) -> None:
-        self._flags: dict[tuple, threading.Event] = {}
+        self._runs: dict[tuple, Run] = {}
         self._lock = threading.Lock()
 
-    def begin(self, key: tuple) -> threading.Event:
-        flag = threading.Event()
+    def begin(self, key: tuple, run: Run) -> None:
         with self._lock:
-            self._flags[key] = flag
-        return flag
+            self._runs[key] = run
 
-    def end(self, key: tuple, flag: threading.Event) -> None:
+    def end(self, key: tuple, run: Run) -> None:
         with self._lock:
-            if self._flags.get(key) is flag:
-                del self._flags[key]
+            if self._runs.get(key) is run:
+                del self._runs[key]
+        run.ended.set()
 
-    def stop(self, key: tuple) -> bool:
-        """Ask the run of `key` to stop; False (and nothing happens) when none is running."""
+    def stop(self, key: tuple, discard: bool = False, wait_s: float = 0.0) -> bool:
+        """Ask the run of `key` to stop (with `discard`, to save what it decided and draw nothing
+        more), waiting up to `wait_s` for its handler to end; False when none was running."""
         with self._lock:
-            flag = self._flags.get(key)
-        if flag is None:
+            run = self._runs.get(key)
+        if run is None:
             return False
-        flag.set()
+        run.discarded = run.discarded or discard
+        run.flag.set()
+        run.ended.wait(wait_s)
         return True
 
     def running(self, key: tuple) -> bool:
         with self._lock:
-            return key in self._flags
+            return key in self._runs
 
 
 def run_key(request: Any, tab: str) -> tuple:
@@ -81,11 +83,15 @@ class Event:
 
 class Run:
     """One run of a tab. The worker calls `frame()` per forward and `put()` for anything else;
-    the handler iterates `events()`."""
+    the handler iterates `events()` inside `with run:`, which frees the run's Stop button when the
+    handler is done (its last update drawn)."""
 
     def __init__(self, board: RunBoard, key: tuple, pace_ms: float = 0.0, updates_per_second: float = 20.0) -> None:
         self.board, self.key = board, key
-        self.flag = board.begin(key)
+        self.flag = threading.Event()            # Stop: the worker ends at its next forward
+        self.ended = threading.Event()           # the handler is done
+        self.discarded = False                   # New chat: save, but draw nothing more
+        board.begin(key, self)
         self.pace_s = max(0.0, float(pace_ms or 0)) / 1000.0
         self.updates_per_second = updates_per_second
         self._queue: queue.Queue = queue.Queue()
@@ -148,14 +154,20 @@ class Run:
             if self._finished:
                 return
 
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        self.board.end(self.key, self)
+
     def close(self) -> list[Event]:
-        """Stop the worker (if still going), wait for it to leave the model, free the Stop button;
-        returns the events it left unread (frames decided before it stopped)."""
+        """Stop the worker (if still going) and wait for it to leave the model; returns the events
+        it left unread (frames decided before it stopped)."""
         if not self._finished:
             self.flag.set()
         if self._thread is not None:
             self._thread.join(timeout=JOIN_S)
-        self.board.end(self.key, self.flag)
         left = []
         while True:
             try:

@@ -76,10 +76,10 @@ def chat_entries(step: Step, reply: str) -> list[dict[str, Any]]:
         return [{"role": "assistant", "content": reply, "shown": answer}]
     if step.call is not None:
         vetoed = f" (not run: {step.error.get('message')})" if step.error else ""
-        title = f"🛠 {short(call_text(step.call), 90)}{vetoed}"
+        title = f"Tool call: {short(call_text(step.call), 90)}{vetoed}"
         shown = f"call: {call_text(step.call)}\n\nresponse: {short(step.observation)}"
     else:
-        title = f"⚠ Parse error: {(step.error or {}).get('kind', '?')}"
+        title = f"Parse error: {(step.error or {}).get('kind', '?')}"
         shown = f"{(step.error or {}).get('message', '')}\n\nthe model wrote: {short(step.raw_text)}"
     return [{"role": "assistant", "content": reply, "title": title, "shown": shown},
             {"role": "tool", "content": render_response(step.observation)}]

@@ -98,7 +98,7 @@ def test_a_chat_turn_that_calls_tools_stores_its_steps_and_replays_them(app):
                            *controls(gen_length=128, block_size=32, steps=32), api_name="/chat")
     chatbot, status = final[0], final[6]
     titles = [m["metadata"]["title"] for m in chatbot if m.get("metadata") and m["metadata"].get("title")]
-    assert len(titles) == 2 and titles[0].startswith("🛠 search_products") and "2 tool call(s)" in status
+    assert len(titles) == 2 and titles[0].startswith("Tool call: search_products") and "2 tool call(s)" in status
     assert "tool_call" not in str(chatbot)
     conversation = ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])
     calls = [c["name"] for t in conversation["turns"] for c in t["tool_calls"]]

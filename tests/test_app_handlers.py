@@ -46,8 +46,19 @@ def ctx(tmp_path):
 
 def ask(chat: ChatHandlers, message: str, history=None, conversation_id=None, model="fake-bd", settings=SETTINGS,
         world=None, versions=None, random_seed=False):
-    return list(chat.submit(message, history or [], conversation_id, world, versions, model, "", random_seed,
-                            settings=named(settings)))
+    return settled(list(chat.submit(message, history or [], conversation_id, world, versions, model, "",
+                                    random_seed, settings=named(settings))))
+
+
+def settled(updates: list) -> list:
+    """The updates, the last one replaced by what the page shows at the end: each output's last
+    value that was not a skip (the plots come in an update of their own, after the rest)."""
+    final = list(updates[-1])
+    for update in reversed(updates):
+        for i, value in enumerate(update):
+            if final[i] == gr.skip() and value != gr.skip():
+                final[i] = value
+    return [*updates[:-1], tuple(final)]
 
 
 def live_updates(updates) -> list:
@@ -148,7 +159,7 @@ def test_stop_keeps_the_partial_answer_as_a_stopped_turn_and_frees_the_model(ctx
     updates = [next(stream) for _ in range(4)]
     assert 'data-mode="live"' in updates[-1][OUT["panel"]]
     assert ctx.runs.stop(("s", "chat"))                   # what the Stop button does
-    final = list(stream)[-1]
+    final = settled(list(stream))[-1]
     assert 'data-mode="stopped"' in final[OUT["panel"]] and final[OUT["status"]].startswith("Stopped.")
     conversation = ctx.store.get_conversation(final[OUT["conversation_id"]])
     answer = conversation["turns"][-1]
@@ -194,13 +205,13 @@ def test_regenerate_keeps_versions_and_edit_keeps_every_stored_turn(ctx):
     history, cid = final[OUT["history"]], final[OUT["conversation_id"]]
     state = (cid, final[OUT["world"]], final[OUT["versions"]], "fake-bd", "", False)
     warm = named((64, 16, 8, "threshold", 0.9, 0.7, 0))
-    again = list(chat.regenerate(history, *state, settings=warm))[-1]
+    again = settled(list(chat.regenerate(history, *state, settings=warm)))[-1]
     versions = again[OUT["versions"]]
     seeds = [item["seed"] for item in versions["items"]]
     assert len(again[OUT["history"]]) == 2 and len(versions["items"]) == 2 and versions["at"] == 1
     assert seeds[0] is None and seeds[1] is not None and f"seed {seeds[1]}" in again[OUT["status"]]
-    third = list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], versions, "fake-bd", "", False,
-                                 settings=warm))[-1]
+    third = settled(list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], versions, "fake-bd", "",
+                                         False, settings=warm)))[-1]
     assert third[OUT["versions"]]["items"][2]["seed"] != seeds[1]          # a new seed each time
     shown, back, _world, older, label = chat.show_version(third[OUT["history"]], third[OUT["versions"]], -2)
     assert older["at"] == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
@@ -255,8 +266,8 @@ def test_exports_write_replay_latex_and_the_answer_code(ctx, tmp_path):
 
 
 def test_compare_races_both_models_interleaved_and_stores_the_pair(ctx):
-    updates = list(CompareHandlers(ctx, updates_per_second=1e9).run("Say hi", "fake-bd", "fake-ar",
-                                                                    settings=named(SETTINGS)))
+    updates = settled(list(CompareHandlers(ctx, updates_per_second=1e9).run("Say hi", "fake-bd", "fake-ar",
+                                                                            settings=named(SETTINGS))))
     panel_a, panel_b, table, race, status = updates[-1]
     assert len(updates) > 2 and 'data-mode="done"' in panel_a and 'data-mode="done"' in panel_b
     assert "<th>model time</th>" in table and "<th>answer tokens</th>" in table    # engine/metrics.py labels
@@ -364,7 +375,8 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
     final = ask(chat, task["instruction"], settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
     shown = final[OUT["chatbot"]]
     cards = [m for m in shown if m.get("metadata")]
-    assert [m["metadata"]["title"].split("(")[0] for m in cards] == ["🛠 search_products", "🛠 add_to_cart"]
+    titles = [m["metadata"]["title"].split("(")[0] for m in cards]
+    assert titles == ["Tool call: search_products", "Tool call: add_to_cart"]
     assert "response:" in cards[0]["content"] and all("tool_call" not in m["content"] for m in shown)
     answer = shown[-1]
     assert "metadata" not in answer and answer["content"] and "<" not in answer["content"]
@@ -390,7 +402,7 @@ def test_a_malformed_call_is_a_parse_error_card_not_an_answer(ctx):
     backend.target = lambda prompt: next(replies)
     final = ask(ChatHandlers(ctx), "Show my cart")[-1]
     card, answer = final[OUT["chatbot"]][-2:]
-    assert card["metadata"]["title"] == "⚠ Parse error: malformed_json" and "not valid JSON" in card["content"]
+    assert card["metadata"]["title"] == "Parse error: malformed_json" and "not valid JSON" in card["content"]
     assert answer["content"] == "Your cart is empty." and "metadata" not in answer
 
 

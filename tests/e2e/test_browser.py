@@ -129,7 +129,7 @@ def test_stop_ends_the_run_and_leaves_what_was_decided(browser, tmp_path):
         expect(page.locator('#live-panel [data-mode="live"]')).to_be_visible(timeout=20_000)
         page.locator("#stop").click()
         expect(page.locator('#live-panel [data-mode="stopped"]')).to_be_visible(timeout=20_000)
-        expect(page.locator("#chat-status")).to_contain_text("Stopped after")
+        expect(page.locator("#chat-status")).to_contain_text("Stopped.")
         calls = long_run.denoise_calls
         page.wait_for_timeout(500)
         assert long_run.denoise_calls == calls < 400
