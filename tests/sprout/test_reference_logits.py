@@ -17,6 +17,7 @@ import torch
 
 from engine.backends.sprout import load
 from engine.world.format import render_chat
+from tests.threads import one_torch_thread  # noqa: F401  (autouse: one thread, one summation order)
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 REFERENCE = Path(__file__).resolve().parent / "data" / "reference_logits.pt"
@@ -44,14 +45,6 @@ def mode_logits(name: str) -> dict[str, torch.Tensor]:
         noisy[..., ::2] = mask
         out["bd_logits"], _ = model.bd_forward(ids[:, :16], noisy, starts)
     return {k: v.float().clone() for k, v in out.items()}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("name", TWINS)
