@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from engine.agent import Step
 from engine.trace import GenerationConfig
-from engine.world.format import render_response
+from engine.world.format import EOS, render_response
 from engine.world.tools import FINISH
 from visualizer import extract_code
 
@@ -44,7 +44,7 @@ def answer_of(step: Step) -> str | None:
     if step.call is not None and step.call["name"] == FINISH and not step.error:
         return str(step.call["arguments"].get("answer", ""))
     if step.call is None and step.error is None:
-        return step.raw_text.split("<|eos|>", 1)[0].strip()
+        return step.raw_text.split(EOS, 1)[0].strip()
     return None
 
 
