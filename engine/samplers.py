@@ -171,10 +171,9 @@ def prefix_threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> to
     left undecided this round.
 
     Why: the plain threshold rule may commit a far-right token that is only confident under one
-    of two continuations the block has not chosen between yet. Measured on the Sprout twin: the
-    tool name of a call was still open while " a" at position 12 (0.99, only right in a
-    "Sorry, a ... is not available" answer) was committed, and the answer followed it. Here a
-    choice is made where a causal model would make it, with everything before it decided;
+    of two continuations the block has not chosen between yet (on Sprout it committed the " a"
+    of "Sorry, a ... is not available" while the call's tool name was still open; models/README.md).
+    Here a choice is made where a causal model would make it, with everything before it decided;
     confident runs (the call template, a copied id) still go in one forward."""
     if not bool(masked.any()):
         return torch.zeros_like(masked)
