@@ -103,4 +103,4 @@ def card_examples(prefix: str, card: Card) -> tuple[gr.Markdown, gr.Dataset]:
 def card_update(ctx: Any, name: str) -> tuple[str, Any]:
     """The card and examples of the model just picked."""
     card = card_for(name, ctx.registry.listing())
-    return card_markdown(card), gr.Dataset(samples=[[p] for p in card.prompts])
+    return card_markdown(card), gr.update(samples=[[p] for p in card.prompts])

@@ -425,3 +425,15 @@ def test_every_tab_offers_the_models_card_and_examples():
     assert bundled.trained_on and bundled.can and bundled.cannot
     preset = card_for("LLaDA-8B-Instruct")
     assert "LLaDA" in preset.summary and 4 <= len(preset.prompts) <= 6 and not set(preset.prompts) & heldout
+
+
+def test_picking_a_model_shows_its_card_and_an_agent_example_picks_its_graded_task(ctx):
+    from app.widgets import card_update
+
+    markdown, examples = card_update(ctx, "sprout-ar")
+    assert "Sprout-AR" in markdown and "Trained on" in markdown
+    prompts = [sample[0] for sample in examples["samples"]]
+    task = next(t for t in load_heldout_tasks() if t["instruction"] == prompts[0])
+    agent = AgentHandlers(ctx)
+    assert agent.pick_example([prompts[0]]) == (task["id"], prompts[0])        # graded, in its own world
+    assert agent.pick_example(["Write a haiku."]) == ("", "Write a haiku.")  # typed: no grader

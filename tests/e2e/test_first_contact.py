@@ -376,7 +376,14 @@ def test_an_example_prompt_with_the_bundled_sprout_shows_a_tool_step_and_a_text_
     ctx = AppContext.create(tmp_path / "sessions.db", watch=False)
     with running_app(ctx) as (_demo, url):
         page = open_page(browser, url)
-        expect(page.locator("#chat-card")).to_contain_text("Trained on")
+        card = page.locator("#chat-card")
+        expect(card).to_contain_text("Trained on")
+        expect(card).to_contain_text("Sprout-BD")
+        choose(page, "#chat-model", re.compile("^sprout-ar"))              # another model: its own card
+        expect(card).to_contain_text("Sprout-AR")
+        expect(page.locator("#chat-examples")).to_contain_text("dress")
+        choose(page, "#chat-model", re.compile("^sprout-bd"))
+        expect(card).to_contain_text("Sprout-BD")
         examples = page.locator("#chat-examples")
         first = examples.locator("button, td, .gallery-item").filter(has_text="dress").first
         first.click()
