@@ -141,13 +141,13 @@ def call_choice_probe(model, tokenizer, split: str = "heldout", n: int = 240, se
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="a Sprout folder")
-    p.add_argument("--split", choices=("train", "heldout"), default="heldout")
-    p.add_argument("--n", type=int, default=240, help="shop transcripts")
-    p.add_argument("--block-size", type=int, default=16, help="BD: the decoding block size")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+    cli = argparse.ArgumentParser(prog="python -m training.probe", description=__doc__.split("\n\n")[0])
+    cli.add_argument("--model", required=True, help="a Sprout folder")
+    cli.add_argument("--split", choices=("train", "heldout"), default="heldout")
+    cli.add_argument("--n", type=int, default=240, help="shop transcripts")
+    cli.add_argument("--block-size", type=int, default=16, help="BD: the decoding block size")
+    cli.add_argument("--json", action="store_true")
+    args = cli.parse_args(argv)
     from engine.backends.base import BackendError
     from engine.backends.sprout import load
 

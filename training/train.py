@@ -189,53 +189,53 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templ
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--twin", choices=["ar", "bd"], required=True)
-    p.add_argument("--preset", choices=list(TRAIN_PRESETS), default="cpu")
-    p.add_argument("--out", required=True, help="model folder for the best weights")
-    p.add_argument("--corpus", help="training JSONL (made with training.corpus when missing)")
-    p.add_argument("--val-corpus", help="validation JSONL (held-out entities)")
-    p.add_argument("--init-from", help="start from these weights (AR -> diffusion adaptation)")
-    p.add_argument("--minutes", type=float, default=None,
+    cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_argument("--twin", choices=["ar", "bd"], required=True)
+    cli.add_argument("--preset", choices=list(TRAIN_PRESETS), default="cpu")
+    cli.add_argument("--out", required=True, help="model folder for the best weights")
+    cli.add_argument("--corpus", help="training JSONL (made with training.corpus when missing)")
+    cli.add_argument("--val-corpus", help="validation JSONL (held-out entities)")
+    cli.add_argument("--init-from", help="start from these weights (AR -> diffusion adaptation)")
+    cli.add_argument("--minutes", type=float, default=None,
                    help="training time in all (earlier sessions of a resumed run count); the cosine ends there")
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
-    p.add_argument("--eval-every", type=int, default=None, help="steps between held-out evaluations")
-    p.add_argument("--noise", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+    cli.add_argument("--max-steps", type=int, default=None)
+    cli.add_argument("--lr", type=float, default=None)
+    cli.add_argument("--warmup", type=int, default=None, help="linear warm-up steps")
+    cli.add_argument("--eval-every", type=int, default=None, help="steps between held-out evaluations")
+    cli.add_argument("--noise", type=float, nargs=2, metavar=("LO", "HI"), default=None,
                    help="BD: per-block mask rate t ~ U[LO, HI] (default: the config's, 0.5 1.0)")
-    p.add_argument("--complementary", action=argparse.BooleanOptionalAction, default=True,
+    cli.add_argument("--complementary", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: each block twice, with complementary masks (default on)")
-    p.add_argument("--ar-weight", type=float, default=0.5,
+    cli.add_argument("--ar-weight", type=float, default=0.5,
                    help="BD: weight of the clean stream's next-token loss (0 = diffusion loss only)")
-    p.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
+    cli.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
-    p.add_argument("--focus-weight", type=float, default=1.0,
+    cli.add_argument("--focus-weight", type=float, default=1.0,
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
-    p.add_argument("--decision-weight", type=float, default=1.0,
+    cli.add_argument("--decision-weight", type=float, default=1.0,
                    help="loss weight of the call name right after a search result (data.DECISION: add or "
                         "'not available')")
-    p.add_argument("--row-colour-weight", type=float, default=0.0,
+    cli.add_argument("--row-colour-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads the row colour at search rows' ids and the "
                         "colour asked for at copied ids (training.readout; 0 = off)")
-    p.add_argument("--row-match-weight", type=float, default=0.0,
+    cli.add_argument("--row-match-weight", type=float, default=0.0,
                    help="weight of the auxiliary loss that reads, at each search row's id, whether the row is "
                         "what the search asked for (training.readout; 0 = off)")
-    p.add_argument("--grow", default="",
+    cli.add_argument("--grow", default="",
                    help="with --init-from: append these layers (e.g. A), starting as the identity")
-    p.add_argument("--conv-size", type=int, default=None,
+    cli.add_argument("--conv-size", type=int, default=None,
                    help="with --init-from: widen the G layers' short conv to this many tokens (new taps zero)")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--select", choices=("best", "last"), default="best",
+    cli.add_argument("--threads", type=int, default=None)
+    cli.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
+    cli.add_argument("--seed", type=int, default=0)
+    cli.add_argument("--select", choices=("best", "last"), default="best",
                    help="the model folder keeps the best evaluation (agent success, then validation loss) or the last")
-    p.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
-    p.add_argument("--agent-task-set", choices=("templates", "phrasing", "words"), default="templates",
+    cli.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
+    cli.add_argument("--agent-task-set", choices=("templates", "phrasing", "words"), default="templates",
                    help="validation tasks of which benchmark kind (engine.bench --task-set)")
-    p.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
-    p.add_argument("--data-dir", default="data", help="where generated corpora are kept")
-    return p
+    cli.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
+    cli.add_argument("--data-dir", default="data", help="where generated corpora are kept")
+    return cli
 
 
 def hyperparameters(args: argparse.Namespace) -> dict:
