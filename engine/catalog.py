@@ -99,6 +99,11 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
     Decoding("sdar", "JetAstra/SDAR generate.py block_diffusion_generate @ c2041a8333333d685f6e15122c84f60f51f85ebd",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.85},
              "tests/test_upstream_sdar.py"),
+    # Fast-dLLM v2: SDAR's alignment, plus the greedy first token and 8-token sub-blocks.
+    Decoding("fast_dllm_v2", "NVlabs/Fast-dLLM v2/generation_functions.py batch_sample (published after 24cc59e)",
+             {"keep_mask_logit": True, "aligned_blocks": True, "greedy_first_token": True, "sub_block_size": 8,
+              "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9, "top_p": 0.95},
+             "tests/test_upstream_fast_dllm_v2.py"),
 )}
 
 PRESETS: tuple[Preset, ...] = (
@@ -114,12 +119,14 @@ PRESETS: tuple[Preset, ...] = (
     Preset("Fast_dLLM_v2_1.5B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_1.5B", mask_id=151665,
            logit_shift=True, trust_remote_code=True, model_types=("fast_dllm_qwen",),
            options={"mask_style": "block_size", "store_flag": "update_past_key_values"},
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.9},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["fast_dllm_v2"].settings},
+           follows="fast_dllm_v2",
            description="Fast-dLLM v2 1.5B: block diffusion from Qwen2.5, KV cache, shifted logits."),
     Preset("Fast_dLLM_v2_7B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_7B", mask_id=151665,
            logit_shift=True, trust_remote_code=True, model_types=("fast_dllm_qwen",),
            options={"mask_style": "block_size", "store_flag": "update_past_key_values"},
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.9},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["fast_dllm_v2"].settings},
+           follows="fast_dllm_v2",
            description="Fast-dLLM v2 7B: block diffusion from Qwen2.5, KV cache, shifted logits."),
     Preset("SDAR-1.7B-Chat", "block_causal", "JetLM/SDAR-1.7B-Chat", mask_token="<|MASK|>",
            trust_remote_code=True, model_types=("sdar",), options={"mask_style": "bool", "store_flag": "store_kv"},

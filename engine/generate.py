@@ -110,6 +110,32 @@ def _start_canvas(backend, prompt: list[int], length: int, aligned_to: int | Non
     return torch.full((1, length), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
 
 
+def _window(canvas: torch.Tensor, block: slice, config: GenerationConfig, mask_id: int) -> slice | None:
+    """The leftmost sub-block of `block` that still holds a mask (Fast-dLLM v2 decodes them left
+    to right), or None without sub-blocks. Sub-blocks tile the whole aligned block, the prompt's
+    tail included, from its absolute start block.stop - block_size."""
+    size = config.sub_block_size
+    if size <= 0:
+        return None
+    origin = block.stop - config.block_size
+    for start in range(origin, block.stop, size):
+        window = slice(max(start, block.start), min(start + size, block.stop))
+        if window.start < window.stop and bool((canvas[0, window] == mask_id).any()):
+            return window
+    return None
+
+
+@torch.inference_mode()
+def _greedy_first_token(backend, canvas: torch.Tensor, position: int) -> list[tuple[int, int, float]]:
+    """Fast-dLLM v2: the next block's first token is the argmax of the forward that stored the
+    previous one (or the prompt), committed before that block is denoised."""
+    logits = backend.next_logits                                               # (1, V)
+    probs = torch.softmax(logits[0].float(), -1)
+    token = int(probs.argmax())
+    canvas[0, position] = token
+    return [(position, token, float(probs[token]))]
+
+
 def block_slices(prompt_length: int, config: GenerationConfig) -> list[slice]:
     """The blocks of the canvas, in order. Aligned blocks (SDAR, Fast-dLLM v2) sit at multiples
     of the block size over prompt + answer: the first one is shortened by the prompt's last
@@ -123,14 +149,17 @@ def block_slices(prompt_length: int, config: GenerationConfig) -> list[slice]:
 
 @torch.inference_mode()
 def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: GenerationConfig, round_index: int,
-                   schedule: list[int], generator: torch.Generator) -> list[tuple[int, int, float]]:
-    """One forward over the block; writes the chosen proposals into the canvas in place."""
+                   schedule: list[int], generator: torch.Generator,
+                   window: slice | None = None) -> list[tuple[int, int, float]]:
+    """One forward over the block; writes the chosen proposals into the canvas in place. With a
+    `window` (a sub-block), only its positions are proposed and may be chosen."""
     logits = backend.denoise(canvas, block)                                    # (1, B, V)
     width = block.stop - block.start
     if logits.ndim != 3 or logits.shape[:2] != (1, width):
         raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block of "
                            f"{width}; expected (1, {width}, vocab).")
-    logits = logits[0]                                                         # (B, V)
+    rows = slice(None) if window is None else slice(window.start - block.start, window.stop - block.start)
+    logits = logits[0, rows]                                                   # (B, V), or the window's rows
     if not config.keep_mask_logit:                                             # ours: the mask has no share at all
         logits = logits.clone()
         logits[:, backend.mask_id] = float("-inf")
@@ -138,14 +167,15 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
     # threshold loop at T = 0 would then never end); trained models give it ~0 anyway.
     tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
                             untempered_confidence=config.untempered_confidence, never=backend.mask_id)
-    current = canvas[0, block]                                                 # (B,) view
+    span = block if window is None else window                                 # upstream samples only the window
+    current = canvas[0, span]                                                  # view
     masked = current == backend.mask_id
     chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
     conf = confidence(probs, tokens)
     current[chosen] = tokens[chosen]
     picked = chosen.nonzero()[:, 0].tolist()
     toks, confs = tokens[chosen].tolist(), conf[chosen].tolist()
-    return [(block.start + i, t, c) for i, t, c in zip(picked, toks, confs)]
+    return [(span.start + i, t, c) for i, t, c in zip(picked, toks, confs)]
 
 
 @torch.inference_mode()
@@ -175,16 +205,25 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
     schedule = transfer_schedule(config.block_size, config.steps)             # over a whole block, as SDAR
     frames: list[Frame] = []
     stop_reason = "length"
+    # Fast-dLLM v2 takes the first token from the prefill only when the prompt fills whole blocks.
+    first_token = (config.greedy_first_token and config.aligned_blocks and len(prompt) > config.block_size
+                   and len(prompt) % config.block_size == 0)
+    pending = _greedy_first_token(backend, canvas, 0) if first_token else []
     for b, block in enumerate(blocks):
         round_index = 0
         while True:
-            committed = _denoise_round(backend, canvas, block, config, round_index, schedule, generator)
+            window = _window(canvas, block, config, mask_id)
+            committed = pending + _denoise_round(backend, canvas, block, config, round_index, schedule, generator,
+                                                 window)
+            pending = []
             done = not bool((canvas[0, block] == mask_id).any())
             if done:
                 eos = _finish_block(backend, canvas, block, config.stop_on_eos)
                 if eos is not None:                                            # the rest is EOS: decided now
                     stop_reason = "eos"
                     committed += [(p, eos, EOS_FILL_CONFIDENCE) for p in range(block.stop, canvas.shape[1])]
+                elif config.greedy_first_token and b + 1 < len(blocks):
+                    committed += _greedy_first_token(backend, canvas, blocks[b + 1].start)
             frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
                           canvas=canvas[0].tolist(), elapsed_s=clock.elapsed())
             frames.append(frame)

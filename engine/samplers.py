@@ -66,7 +66,8 @@ def propose(
     T > 0: z = filter(logits / T) in float64, token = argmax(z + g) with float64 Gumbel noise g,
     i.e. an exact sample from softmax(z) (Gumbel-max trick). LLaDA writes the same argmax as
     argmax(exp(l) / (-log u)^T): divide its log by T > 0 to get ours.
-    T = 0: z = filter(logits), token = argmax z (greedy).
+    T = 0: token = argmax logits (greedy); nothing is sampled, so top-p / top-k do not apply
+    (z = logits: the confidence is the model's own probability, as Fast-dLLM v2 scores it).
     probs = softmax(z) (at T = 1 when greedy), float32; with `untempered_confidence`,
     softmax(logits) in float64, unfiltered and at T = 1, as LLaDA and Fast-dLLM score confidence.
     `never`: a token id never proposed (the mask), though it keeps its share of probs.
@@ -75,7 +76,7 @@ def propose(
         z = filter_logits(logits.to(torch.float64) / temperature, top_k, top_p)   # (B, V)
         score = z + gumbel_noise(tuple(z.shape), generator, z.device)
     else:
-        z = filter_logits(logits.to(torch.float32), top_k, top_p)
+        z = logits.to(torch.float32)
         score = z
     if never is not None:
         score = score.clone()
@@ -161,6 +162,15 @@ def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Ten
     if not bool(masked.any()):
         return torch.zeros_like(masked)
     chosen = masked & (conf >= tau)
+    chosen[_ranked(conf, masked)[0]] = True
+    return chosen
+
+
+def threshold_strict(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Tensor:
+    """Fast-dLLM v2: commit {i masked : c_i > tau} (strict) plus the masked argmax of c."""
+    if not bool(masked.any()):
+        return torch.zeros_like(masked)
+    chosen = masked & (conf > tau)
     chosen[_ranked(conf, masked)[0]] = True
     return chosen
 
@@ -290,6 +300,8 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
             ("steps",), True, lambda r: random_order(r.masked, r.k, r.generator)),
     Sampler("threshold", "Fast-dLLM: every masked position with confidence >= threshold, at least the top one.",
             ("threshold",), False, lambda r: threshold(r.conf, r.masked, r.config.threshold)),
+    Sampler("threshold_strict", "Fast-dLLM v2: every masked position with confidence > threshold, at least the top.",
+            ("threshold",), False, lambda r: threshold_strict(r.conf, r.masked, r.config.threshold)),
     Sampler("threshold_or_top_k",
             "SDAR: every masked position with confidence > threshold when at least k are, else the top k.",
             ("threshold", "steps"), True, lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k)),

@@ -122,6 +122,8 @@ class GenerationConfig:
     keep_mask_logit: bool = False        # confidences over the full vocabulary, mask logit included (upstream)
     steps_cap: bool = True               # unscheduled samplers commit the rest at round `steps` (ours)
     aligned_blocks: bool = False         # blocks at multiples of block_size over prompt + answer (SDAR)
+    greedy_first_token: bool = False     # a block's first token: argmax of the forward that stored the last one
+    sub_block_size: int = 0              # > 0: decode each block in sub-blocks of this size, left to right
 
     def __post_init__(self) -> None:
         if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:

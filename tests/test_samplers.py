@@ -60,9 +60,18 @@ def test_temperature_zero_is_argmax_with_softmax_probs():
 
 
 def test_filtered_tokens_get_zero_probability():
-    tokens, probs = samplers.propose(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), temperature=0.0, top_k=2)
-    assert probs[0, 0] == 0 and probs[0, 3] == 0 and tokens.item() == 1
+    tokens, probs = samplers.propose(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), temperature=1.0, top_k=2,
+                                     generator=torch.Generator().manual_seed(0))
+    assert probs[0, 0] == 0 and probs[0, 3] == 0 and tokens.item() in (1, 2)
     assert math.isclose(float(probs.sum()), 1.0, rel_tol=1e-6)
+
+
+def test_greedy_confidence_ignores_the_sampling_filters():
+    # nothing is sampled at T = 0: the confidence is the model's probability (Fast-dLLM v2)
+    logits = torch.tensor([[1.0, 4.0, 3.0, 2.0]])
+    tokens, probs = samplers.propose(logits, temperature=0.0, top_k=2, top_p=0.5)
+    assert tokens.item() == 1
+    torch.testing.assert_close(probs, torch.softmax(logits, -1))
 
 
 def test_gumbel_noise_is_float64_and_seeded():

@@ -127,6 +127,12 @@ class BlockCausalBackend(HFTextMixin):
         self._pending = self._ids[:, :0]
         self._segment_end += [c + b] * b
 
+    @property
+    def next_logits(self) -> torch.Tensor | None:
+        """(1, V) logits for the position after everything cached (from prefill or the last
+        commit), or None before anything was cached."""
+        return None if self._last_logits is None else self._last_logits[:, -1]
+
     # -- internals --------------------------------------------------------------------------
 
     def _block_ids(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:

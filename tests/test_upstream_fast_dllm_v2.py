@@ -1,0 +1,69 @@
+"""The engine decodes as Fast-dLLM v2's own loop does (tests/reference/fast_dllm_v2.py): same
+tiny random block-causal model read with a logit shift, same prompt, matched noise, the canvas
+compared after every round."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tests.tiny_models as tm
+from engine.backends.block_causal import BlockCausalBackend
+from engine.catalog import DECODINGS, PRESETS_BY_NAME
+from engine.generate import run
+from engine.trace import GenerationConfig
+from tests.reference import fast_dllm_v2 as reference
+from tests.reference.noise import damp_mask_logit
+
+# 3 and 5 tokens (inside the first block), 16 (whole blocks: a greedy first token), 11 (a tail)
+PROMPTS = ([17, 40, 61], [9, 70, 31, 52, 13], list(range(20, 36)), list(range(40, 51)))
+TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    model = damp_mask_logit(tm.tiny_block_lm(seed=6), tm.MASK_ID)
+    return BlockCausalBackend(model, tm.tiny_tokenizer(), name="tiny", mask_id=tm.MASK_ID, logit_shift=True,
+                              device=torch.device("cpu"), mask_style="additive")
+
+
+def test_the_fast_dllm_v2_presets_follow_it():
+    for name in ("Fast_dLLM_v2_1.5B", "Fast_dLLM_v2_7B"):
+        preset = PRESETS_BY_NAME[name]
+        assert preset.follows == "fast_dllm_v2"
+        assert {k: preset.defaults[k] for k in DECODINGS["fast_dllm_v2"].settings} == dict(
+            DECODINGS["fast_dllm_v2"].settings)
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=["p3", "p5", "p16", "p11"])
+@pytest.mark.parametrize("temperature", TEMPERATURES)
+@pytest.mark.parametrize("block, small", [(8, 4), (8, 8)], ids=["sub-blocks", "one-sub-block"])
+@pytest.mark.parametrize("tau", [0.3, 0.9])
+def test_fast_dllm_v2(backend, prompt, temperature, block, small, tau):
+    config = GenerationConfig(**{**DECODINGS["fast_dllm_v2"].settings, "stop_on_eos": False, "gen_length": 16,
+                                 "block_size": block, "steps": 4, "sub_block_size": small,
+                                 "temperature": temperature, "threshold": tau, "seed": 3})
+    frames = run(backend, prompt, config).frames
+    theirs = reference.decode(backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, small=small,
+                              temperature=temperature, threshold=tau, seed=3)
+    # upstream decodes gen_length // block + P // block blocks; the engine may run one more after them
+    length = len(theirs[0])
+    assert [f.canvas[:length] for f in frames[:len(theirs)]] == theirs
+    assert all(p >= length for f in frames[len(theirs):] for p, _, _ in f.committed)
+
+
+@pytest.mark.parametrize("change", [{"sub_block_size": 0}, {"greedy_first_token": False}, {"aligned_blocks": False}],
+                         ids=["no-sub-blocks", "no-greedy-first-token", "unaligned"])
+def test_the_comparison_can_fail(backend, change):
+    """Each of the three upstream points, turned off, changes the canvases on some prompt."""
+    differs = 0
+    for prompt in PROMPTS:
+        config = GenerationConfig(**{**DECODINGS["fast_dllm_v2"].settings, "stop_on_eos": False, "gen_length": 16,
+                                     "block_size": 8, "sub_block_size": 4, "temperature": 0.0, "threshold": 0.9,
+                                     **change})
+        frames = run(backend, prompt, config).frames
+        theirs = reference.decode(backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=8, small=4,
+                                  temperature=0.0, threshold=0.9, seed=0)
+        length = len(theirs[0])
+        differs += [f.canvas[:length] for f in frames[:len(theirs)]] != theirs
+    assert differs > 0
