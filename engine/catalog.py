@@ -104,6 +104,11 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              {"keep_mask_logit": True, "aligned_blocks": True, "greedy_first_token": True, "sub_block_size": 8,
               "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9, "top_p": 0.95},
              "tests/test_upstream_fast_dllm_v2.py"),
+    # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache.
+    Decoding("llada2", "inclusionAI/LLaDA2.0-mini modeling_llada2_moe.py generate (hub; copy @ f1cb636 in "
+             "yks23/Information-Gain-Sampler)",
+             {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.95},
+             "tests/test_upstream_llada2.py"),
 )}
 
 PRESETS: tuple[Preset, ...] = (
@@ -140,8 +145,9 @@ PRESETS: tuple[Preset, ...] = (
     Preset("LLaDA2.0-mini", "block_causal", "inclusionAI/LLaDA2.0-mini", mask_id=156895,
            trust_remote_code=True, model_types=("llada2_moe",),
            options={"mask_style": "additive", "use_cache": False},
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "threshold", "threshold": 0.95},
-           description="LLaDA2.0 mini (16B MoE, 1.4B active): block diffusion, additive block-causal mask."),
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["llada2"].settings},
+           description="LLaDA2.0 mini (16B MoE, 1.4B active): block diffusion, additive block-causal mask.",
+           follows="llada2"),
     Preset("Qwen2.5-1.5B-Instruct", "causal", "Qwen/Qwen2.5-1.5B-Instruct", defaults=_AR_DEFAULTS,
            description="Qwen2.5 1.5B instruct: the autoregressive baseline (KV cache)."),
     Preset("Qwen2.5-7B-Instruct", "causal", "Qwen/Qwen2.5-7B-Instruct", defaults=_AR_DEFAULTS,
