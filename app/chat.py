@@ -54,7 +54,7 @@ from .widgets import (
 )
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
-                "commits", "prompt", "status", "version")
+                "commits", "prompt", "status", "version", "versions_row")
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 MAX_TOOL_STEPS = 8
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
@@ -201,7 +201,7 @@ class ChatHandlers:
                          conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
                          status=turn.status(config, conversation_id, run.stop_requested),
-                         version=version_label(versions))
+                         version=version_label(versions), versions_row=gr.Row(visible=len(versions["items"]) > 1))
             yield updates(**final)
             if turn.view.frames and not run.discarded:   # then the plots: a long answer's take a while
                 heatmap, commits = turn.view.plots()
@@ -266,7 +266,7 @@ class ChatHandlers:
 
     def edit_last(self, history: list[dict[str, Any]] | None, world: World | None,
                   versions: dict[str, Any] | None) -> tuple:
-        """(prompt, history, chatbot, world, versions, label): the last message back in the prompt
+        """(prompt, history, chatbot, world, versions, label, versions row): the last message back in the prompt
         box, it and its answer out of the chat (they stay stored), the world as before them."""
         history = list(history or [])
         start = max((i for i, m in enumerate(history) if m["role"] == "user"), default=None)
@@ -275,7 +275,7 @@ class ChatHandlers:
         if versions and versions["start"] == start:
             world = versions["before"].clone()
         kept = history[:start]
-        return history[start]["content"], kept, chat_messages(kept), world, None, ""
+        return history[start]["content"], kept, chat_messages(kept), world, None, "", gr.Row(visible=False)
 
     def new_chat(self, key: tuple = (None, "chat")) -> tuple:
         """Everything back to empty: the next message starts a new conversation, a new world and a
@@ -283,7 +283,7 @@ class ChatHandlers:
         self.ctx.runs.stop(key, discard=True, wait_s=STOP_WAIT_S)
         return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=None, trace=None,
                        versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
-                       status="Started a new conversation.", version="")
+                       status="Started a new conversation.", version="", versions_row=gr.Row(visible=False))
 
     # -- after a run --------------------------------------------------------------------------
     def export(self, trace: TraceView | None) -> tuple[Any, str]:
@@ -422,7 +422,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 regen_btn = gr.Button("Regenerate", elem_id="regenerate")
                 edit_btn = gr.Button("Edit last", elem_id="edit-last")
                 new_btn = gr.Button("New chat", elem_id="new-chat")
-            with gr.Row(equal_height=True):
+            with gr.Row(equal_height=True, visible=False) as versions_row:     # shown once there are two
                 prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
                 version = gr.Markdown(elem_id="version-label")
                 next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
@@ -448,7 +448,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     names = list(controls)
     shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
-               status, version]
+               status, version, versions_row]
     submit = with_settings(chat.submit, "chat", names)
     send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
     prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
@@ -458,8 +458,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     for button, delta in ((prev_btn, -1), (next_btn, 1)):
         button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
                      [chatbot, history, world, versions, version], api_visibility="private", **QUIET)
-    edit_btn.click(chat.edit_last, [history, world, versions], [prompt, history, chatbot, world, versions, version],
-                   api_visibility="private")
+    edit_btn.click(chat.edit_last, [history, world, versions],
+                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private")
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
     # world and model context.
     def new_chat(request: gr.Request) -> tuple:

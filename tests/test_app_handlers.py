@@ -215,7 +215,8 @@ def test_regenerate_keeps_versions_and_edit_keeps_every_stored_turn(ctx):
     assert third[OUT["versions"]]["items"][2]["seed"] != seeds[1]          # a new seed each time
     shown, back, _world, older, label = chat.show_version(third[OUT["history"]], third[OUT["versions"]], -2)
     assert older["at"] == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
-    text, kept, shown, _world, _versions, _label = chat.edit_last(back, _world, older)
+    assert third[OUT["versions_row"]].visible and not final[OUT["versions_row"]].visible
+    text, kept, shown, _world, _versions, _label, _row = chat.edit_last(back, _world, older)
     assert text == "Say hi" and kept == [] and shown == []
     ask(chat, "Say hi, edited", kept, cid)
     roles = [t["role"] for t in ctx.store.get_conversation(cid)["turns"]]
