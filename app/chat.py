@@ -30,7 +30,7 @@ from engine.trace import ConfigError, GenerationConfig
 from engine.world.format import EOS, render_call
 from engine.world.state import World, world_for
 from engine.world.tasks import load_heldout_tasks
-from engine.world.tools import FINISH
+from engine.world.tools import FINISH, call_tool
 from sessions import StoreError
 
 from .cards import card_for
@@ -120,6 +120,20 @@ def world_spec_for(message: str) -> dict[str, Any]:
 
 def world_from_spec(spec: Mapping[str, Any]) -> World:
     return world_for({"split": spec["split"], "world": {"seed": spec["seed"], "setup": spec.get("setup", {})}})
+
+
+def stored_world(conversation: Mapping[str, Any]) -> World:
+    """A stored chat's world as its last turn left it: the spec in its meta, then every call that
+    ran, in order (vetoed, unparsed and finish calls changed nothing)."""
+    world = world_from_spec(conversation["meta"].get("world") or DEFAULT_WORLD)
+    for turn in conversation["turns"]:
+        for call in turn["tool_calls"]:
+            if call["error_type"] is None and call["name"] not in (FINISH, "(unparsed)"):
+                try:
+                    call_tool(world, call["name"], call["arguments"])
+                except Exception:  # noqa: BLE001 - it failed in the turn too, and changed nothing
+                    pass
+    return world
 
 
 def version_label(versions: dict[str, Any] | None) -> str:

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from app.agent_tab import AgentHandlers
-from app.chat import CHAT_OUTPUTS, ChatHandlers, scrub_panel
+from app.chat import CHAT_OUTPUTS, ChatHandlers, scrub_panel, stored_world
 from app.compare import CompareHandlers
 from app.live import markdown_safe
 from app.models_tab import ModelsHandlers
@@ -389,6 +389,7 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
                                                           "assistant"]
     assert [c["name"] for t in conversation["turns"] for c in t["tool_calls"]] == [
         "search_products", "add_to_cart", "finish"]
+    assert stored_world(conversation).end_state() == world.end_state()     # the world is stored with it
     # the world persists into the next turn, and the model reads the whole conversation
     backend.target = render_call("finish", {"answer": "Done."})
     again = ask(chat, "view my cart", final[OUT["history"]], final[OUT["conversation_id"]], world=world,
