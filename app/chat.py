@@ -16,31 +16,28 @@ Handlers are plain (generator) functions; every streaming update is one tuple of
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Generator, Mapping
 from typing import Any
 
 import gradio as gr
 
-from engine.agent import Step, act
+from engine.agent import act
 from engine.backends.base import BackendError
-from engine.generate import summarize
-from engine.metrics import combined, summary_line
-from engine.trace import ConfigError, GenerationConfig
-from engine.world.format import EOS, render_call
+from engine.trace import ConfigError
 from engine.world.state import World, world_for
 from engine.world.tasks import load_heldout_tasks
 from engine.world.tools import FINISH, call_tool
 from sessions import StoreError
 
 from .cards import card_for
+from .chat_turn import EMPTY_PANEL, MAX_TOOL_STEPS, ChatTurn
 from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
 from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
-from .steps import answer_of, chat_entries, chat_messages, context_messages, step_turns
+from .steps import chat_messages, context_messages, step_turns
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
@@ -55,8 +52,6 @@ from .widgets import (
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row")
-EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
-MAX_TOOL_STEPS = 8
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
@@ -193,7 +188,7 @@ class ChatHandlers:
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
-            turn = _Turn(run, config, model, message, history, user)
+            turn = ChatTurn(run, config, model, message, history, user)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
@@ -221,7 +216,7 @@ class ChatHandlers:
                 heatmap, commits = turn.view.plots()
                 yield updates(**final, heatmap=heatmap, commits=commits)
 
-    def _stream(self, run: Run, turn: _Turn, world: World, context: list[dict[str, str]],
+    def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
                 conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
         """The turn's live updates; returns its last event ("done" or "stopped"). Closed early (a
         client's cancel), it saves what was decided before closing."""
@@ -309,109 +304,12 @@ class ChatHandlers:
                                        trace.model)
         return file_list(files), preview
 
-    def _save(self, turn: _Turn, conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> int | None:
+    def _save(self, turn: ChatTurn, conversation_id: int | None, spec: dict[str, Any] | None, system: str
+              ) -> int | None:
         meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD}
         exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
                             turns=[Turn("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
         return save(self.ctx, exchange)
-
-
-class _Turn:
-    """What one chat turn has so far: the steps done, the generation in progress, its view."""
-
-    def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
-                 user: dict[str, Any]) -> None:
-        self.run, self.config, self.model, self.message = run, config, model, message
-        self.history, self.user = history, user
-        self.steps: list[Step] = []
-        self.backend: Any = None
-        self.view = TraceView(frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1,
-                              steps=None, family="diffusion", config=config, model=model, prompt=message)
-        self.stopped = False
-        self.pending = False                      # frames arrived for a reply that is not a step yet
-
-    def add(self, frame: Any) -> None:
-        if not self.pending:                      # the first forward of the next reply
-            self.view = TraceView.for_run(self.backend, self.config, self.model, self.message)
-            self.pending = True
-        self.view.add(frame, self.backend)
-
-    def step_done(self, step: Step) -> None:
-        self.steps.append(step)
-        if self.pending and step.result is not None:
-            self.view.finish(step.result)
-        self.pending = False
-
-    def _in_flight(self) -> list[dict[str, Any]]:
-        """The reply being generated, as the person may see it: text, or a pending tool card."""
-        if not self.pending:
-            return []
-        text = self.view.partial_text(self.backend).lstrip()
-        if text.startswith(("<tool_call>", "{", "<")):
-            return [{"role": "assistant", "content": "", "title": "Tool call: being written…", "status": "pending",
-                     "shown": ""}]
-        return [{"role": "assistant", "content": text or "…"}]
-
-    def chatbot(self) -> list[dict[str, Any]]:
-        entries = [e for s in self.steps for e in chat_entries(s, s.raw_text)]
-        return chat_messages(self.history + [self.user] + entries + self._in_flight())
-
-    def stop(self) -> None:
-        """Stopped mid-generation: the frames decided so far become a cancelled step."""
-        self.stopped = True
-        if self.pending and self.view.frames:
-            seconds = self.view.frames[-1].elapsed_s
-            partial = summarize(self.backend, list(self.view.frames), seconds, "cancelled")
-            self.view.finish(partial)
-            self.steps.append(Step(partial.text, None, None, None, partial, seconds))
-        self.pending = False
-
-    def entries(self, answer: str | None, early: str) -> list[dict[str, Any]]:
-        """The turn's history entries: its steps, then the answer or a note saying why none came."""
-        out = []
-        for i, s in enumerate(self.steps):
-            cancelled = s.result is not None and s.result.stats.stop_reason == "cancelled"
-            if cancelled:
-                text = answer_of(s) or ""
-                if text and not text.lstrip().startswith(("<tool_call>", "{")):
-                    out.append({"role": "assistant", "content": "", "shown": f"{text} … (stopped)", "note": True})
-                continue
-            out += chat_entries(s, self._reply(i))
-        if answer is None and not self.stopped:
-            why = early or f"no answer after {len(self.steps)} tool steps (the limit is {MAX_TOOL_STEPS})"
-            out.append({"role": "assistant", "content": "", "shown": f"(The model gave no answer: {why}.)",
-                        "note": True})
-        return out
-
-    def _reply(self, index: int) -> str:
-        # what act() put in the model's context for this step: the canonical call, or the text
-        s = self.steps[index]
-        if s.call is not None:
-            return render_call(s.call["name"], s.call["arguments"])
-        return s.raw_text.split(EOS, 1)[0].strip()
-
-    def final_panel(self) -> str:
-        if not self.view.frames:
-            return EMPTY_PANEL
-        return self.view.panel("stopped" if self.stopped else "done")
-
-    def status(self, config: GenerationConfig, conversation_id: int | None, stop_requested: bool) -> str:
-        parts = []
-        if self.stopped or stop_requested:
-            parts.append("Stopped." + (" What was decided is kept (stored as stopped)." if self.stopped else
-                                       " The answer was already complete."))
-        generated = [s.result.stats for s in self.steps if s.result is not None]
-        if generated:   # the whole answer, every generation of it; wall time = what the person waited
-            numbers = combined(generated, wall_s=time.perf_counter() - self.run.started)
-            parts.append(summary_line(numbers) + (f" · {len(generated)} generations" if len(generated) > 1 else ""))
-        tools = sum(1 for s in self.steps if s.call is not None and s.call["name"] != FINISH)
-        if tools:
-            parts.append(f"{tools} tool call(s)")
-        if config.temperature > 0:
-            parts.append(f"seed {config.seed}")
-        if conversation_id is not None and self.steps:
-            parts.append(f"saved as conversation #{conversation_id}")
-        return " · ".join(parts)
 
 
 # -- layout -----------------------------------------------------------------------------------
