@@ -1,5 +1,7 @@
 """The agent loop: a model (any backend, through engine.generate) acts in the world one
-tool call per turn until it calls finish, hits the step limit, or is graded.
+tool call per turn until it calls finish, hits the step limit, or is graded. `act` is the loop
+itself (the playground's Chat runs it on a conversation's world, with plain text allowed as the
+answer); `run_episode` is one graded attempt at a task.
 
 Each step keeps the raw generated text, the parsed call or its typed parse error, the
 observation read back, and the generation Result with its frames, so the session store can
