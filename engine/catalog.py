@@ -109,6 +109,9 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              "yks23/Information-Gain-Sampler)",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.95},
              "tests/test_upstream_llada2.py"),
+    # Dream: the whole canvas as one block (block_size = gen_length), Dream's truncating schedule.
+    Decoding("dream", "Dream-org/Dream generation_utils.py _sample, alg='entropy' (read from copies)",
+             {"keep_mask_logit": True, "sampler": "entropy", "schedule": "dream"}, "tests/test_upstream_dream.py"),
 )}
 
 PRESETS: tuple[Preset, ...] = (
@@ -118,9 +121,10 @@ PRESETS: tuple[Preset, ...] = (
            description="LLaDA 8B instruct: masked diffusion, full attention, no KV cache.", follows="llada"),
     Preset("Dream-v0-Instruct-7B", "full_attention", "Dream-org/Dream-v0-Instruct-7B", mask_id=151666,
            logit_shift=True, trust_remote_code=True, loader="AutoModel", model_types=("dream",),
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "sampler": "entropy",
+           defaults={"gen_length": 128, "block_size": 128, "steps": 128, **DECODINGS["dream"].settings,
                      "temperature": 0.2, "top_p": 0.95},
-           description="Dream 7B instruct: diffusion adapted from Qwen2.5, full attention, shifted logits."),
+           description="Dream 7B instruct: diffusion adapted from Qwen2.5, full attention, shifted logits.",
+           follows="dream"),
     Preset("Fast_dLLM_v2_1.5B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_1.5B", mask_id=151665,
            logit_shift=True, trust_remote_code=True, model_types=("fast_dllm_qwen",),
            options={"mask_style": "block_size", "store_flag": "update_past_key_values"},

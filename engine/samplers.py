@@ -105,6 +105,17 @@ def token_entropy(probs: torch.Tensor) -> torch.Tensor:
 
 # --------------------------------------------------------------------------- schedules
 
+def dream_transfer_count(masked_count: int, round_index: int, steps: int, eps: float = 1e-3) -> int:
+    """Dream's k for round i of `steps` with M masks left: int(M (1 - s / t)) with t, s = the
+    i-th and (i+1)-th of linspace(1, eps, steps + 1), all of M in the last round. Computed with
+    the same float32 tensor operations as Dream's generation_utils, since int() truncates."""
+    if round_index >= steps - 1:
+        return masked_count
+    timesteps = torch.linspace(1, eps, steps + 1)
+    t, s = timesteps[round_index], timesteps[round_index + 1]
+    return int(torch.tensor([masked_count]).sum() / 1 * (1 - s / t))
+
+
 def transfer_schedule(masked_count: int, steps: int) -> list[int]:
     """Split M masked tokens over S rounds as evenly as possible, earlier rounds first:
     round i commits floor(M / S) + [i < M mod S]. M=10, S=4 -> [3, 3, 2, 2]."""
@@ -128,9 +139,10 @@ def _choose(masked: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
 
 
 def top_scores(scores: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
-    """The k masked positions with the highest score (1 <= k <= M enforced)."""
+    """The k masked positions with the highest score (k <= M enforced; k = 0 chooses none, as
+    Dream's schedule may ask for in early rounds, any other k at least one)."""
     m = int(masked.sum())
-    if m == 0:
+    if m == 0 or k <= 0:
         return torch.zeros_like(masked)
     return _choose(masked, _ranked(scores, masked)[: max(1, min(k, m))])
 
@@ -317,6 +329,9 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("reference", "One token per forward, the most confident masked position (the slow reference).",
             (), False, lambda r: reference(r.conf, r.masked)),
 )}
+# How scheduled samplers pick k per round: LLaDA's even split of a block's masks over the
+# steps, or Dream's k = int(M (1 - s / t)) of the masks left (dream_transfer_count).
+SCHEDULES = ("even", "dream")
 # Old names still accepted (a config using one is renamed, with a deprecation warning).
 RENAMED_SAMPLERS = {"random": "random_order", "eb": "entropy_bounded"}
 
@@ -336,5 +351,8 @@ def select(
     sampler = SAMPLERS[config.sampler]
     if sampler.name != "reference" and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
         return masked.clone()
-    k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
+    if config.schedule == "dream":
+        k = dream_transfer_count(int(masked.sum()), round_index, config.steps)
+    else:
+        k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
     return sampler.choose(Round(config, probs, confidence(probs, tokens), masked, k, generator))

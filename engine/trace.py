@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
-from engine.samplers import RENAMED_SAMPLERS, SAMPLERS
+from engine.samplers import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
 MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer
@@ -124,6 +124,7 @@ class GenerationConfig:
     aligned_blocks: bool = False         # blocks at multiples of block_size over prompt + answer (SDAR)
     greedy_first_token: bool = False     # a block's first token: argmax of the forward that stored the last one
     sub_block_size: int = 0              # > 0: decode each block in sub-blocks of this size, left to right
+    schedule: str = "even"               # scheduled samplers' k per round: one of SCHEDULES
 
     def __post_init__(self) -> None:
         if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:
@@ -150,6 +151,8 @@ class GenerationConfig:
             out.append(f"Unknown sampler {shown_value(self.sampler)}; choose one of {', '.join(SAMPLERS)}."
                        if isinstance(self.sampler, str) else
                        f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {shown_value(self.sampler)}.")
+        if self.schedule not in SCHEDULES:
+            out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
         if out:
             return out
         if self.gen_length % self.block_size:
