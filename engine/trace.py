@@ -130,7 +130,7 @@ class GenerationConfig:
         if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:
             new = RENAMED_SAMPLERS[self.sampler]
             warnings.warn(f"The sampler '{self.sampler}' is now called '{new}'; using '{new}'.",
-                          DeprecationWarning, stacklevel=3)
+                          FutureWarning, stacklevel=3)   # FutureWarning: shown to people by default
             object.__setattr__(self, "sampler", new)
         problems = self.problems()
         if problems:

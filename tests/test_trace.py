@@ -52,7 +52,7 @@ def test_every_sampler_is_valid(sampler):
 
 @pytest.mark.parametrize("old, new", [("random", "random_order"), ("eb", "entropy_bounded")])
 def test_old_sampler_names_are_renamed_with_a_warning(old, new):
-    with pytest.warns(DeprecationWarning, match=f"now called '{new}'"):
+    with pytest.warns(FutureWarning, match=f"now called '{new}'"):
         config = GenerationConfig(sampler=old)
     assert config.sampler == new
     assert GenerationConfig.from_dict(config.to_dict()).sampler == new

@@ -30,7 +30,7 @@ class UncachedSprout(SproutBackend):
         pass
 
 
-@pytest.mark.parametrize("sampler,steps", [("low_confidence", 4), ("threshold", 8), ("eb", 8)])
+@pytest.mark.parametrize("sampler,steps", [("low_confidence", 4), ("threshold", 8), ("entropy_bounded", 8)])
 def test_cached_diffusion_generation_equals_uncached(sampler, steps):
     model, tok = tiny_sprout(causal=False, seed=1), tiny_tokenizer()
     fast, slow = SproutBackend(model, tok), UncachedSprout(model, tok)
