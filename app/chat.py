@@ -211,10 +211,13 @@ class ChatHandlers:
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
                          status=turn.status(config, conversation_id, run.stop_requested),
                          version=version_label(versions), versions_row=gr.Row(visible=len(versions["items"]) > 1))
-            yield updates(**final)
-            if turn.view.frames and not run.discarded:   # then the plots: a long answer's take a while
-                heatmap, commits = turn.view.plots()
-                yield updates(**final, heatmap=heatmap, commits=commits)
+            if not turn.view.frames:
+                yield updates(**final)
+                return
+            if run.stop_requested:       # "Stopped" first: a long answer's plots take a while to build
+                yield updates(**final)
+            heatmap, commits = turn.view.plots()
+            yield updates(**final, heatmap=heatmap, commits=commits)
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
                 conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:

@@ -250,6 +250,7 @@ def test_regenerate_draws_a_new_seed_and_keeps_earlier_versions(browser, tmp_pat
             expect(page.locator("#version-label")).to_contain_text(f"Answer version {version}/{version}",
                                                                    timeout=30_000)
             expect(page.locator("#chat-status")).to_contain_text("saved", timeout=30_000)
+            page.wait_for_timeout(500)    # a click while the last run is still ending is ignored (Gradio)
             seeds.append(re.search(r"seed (\d+)", page.locator("#chat-status").inner_text()).group(1))
         assert len(set(seeds)) == 3
         page.locator("#version-prev").click()
