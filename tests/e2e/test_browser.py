@@ -9,33 +9,15 @@ Set DP_SCREENSHOT=docs/playground.png to also save a screenshot of the Chat tab 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-import pytest
 
 from tests.e2e.app_fakes import ANSWER_TAIL, XSS, Slow, fake_context, running_app
+from tests.e2e.chromium import BROWSER_MARKS
 from tests.fakes import FakeDiffusionBackend
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 PROMPT = "Say hi <img src=x onerror=window.__xss=1>"
 DELAY_S = 0.15                              # per forward: the live panel stays visible for a while
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
+pytestmark = BROWSER_MARKS
 
 
 def watch_for_scripts(page) -> list[str]:

@@ -14,27 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.app_fakes import fake_context, running_app
+from tests.e2e.chromium import BROWSER_MARKS
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SNAPSHOT_MS = 40                                    # how often the page is read (NOTES.md, "Browser tests")
 CONTRAST_JS = (Path(__file__).parent / "contrast.js").read_text(encoding="utf-8")
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
+pytestmark = BROWSER_MARKS
 
 
 def panel_states(page, selector: str, until: str, timeout_s: float = 90.0) -> tuple[list[str], float]:

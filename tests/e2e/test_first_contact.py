@@ -23,29 +23,14 @@ import pytest
 from engine.world.format import render_call
 from engine.world.tasks import load_heldout_tasks, make_task
 from tests.e2e.app_fakes import Slow, fake_backends, fake_context, running_app
+from tests.e2e.chromium import BROWSER_MARKS
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1440, "height": 960}
 LONG = "abc " * 120                      # a long answer: many forwards
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
+pytestmark = BROWSER_MARKS
 
 
 def open_page(browser, url: str, tab: str | None = None):

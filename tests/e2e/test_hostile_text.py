@@ -12,19 +12,14 @@ Needs /usr/bin/chromium (CI installs it with apt); skipped with that reason when
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlparse
-
-import pytest
 
 from engine.world.format import render_call
 from tests.e2e.app_fakes import Slow, fake_context, running_app
+from tests.e2e.chromium import BROWSER_MARKS
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import world_format
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 EVIL = "127.0.0.2"
 # One line (the search box is one line); printable ASCII (the fakes' alphabet); under 320 characters.
 PAYLOAD = ('![p](http://127.0.0.2/md.png?q=1) <img id="inj-img" src="http://127.0.0.2/i.png"> '
@@ -33,25 +28,12 @@ PAYLOAD = ('![p](http://127.0.0.2/md.png?q=1) <img id="inj-img" src="http://127.
 AGENT_MARK = "AGENTTASK"
 OFF_APP = f"img[src*='{EVIL}'], iframe[src*='{EVIL}'], form[action*='{EVIL}'], image[href*='{EVIL}']"
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install -y chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def answer_for(prompt: str) -> str:
     """The fake model: a finish call carrying the payload for the agent, the payload itself in chat."""
     return render_call("finish", {"answer": PAYLOAD}) if AGENT_MARK in prompt else PAYLOAD
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 class Detectors:
