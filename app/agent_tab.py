@@ -219,7 +219,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     agent = AgentHandlers(ctx)
     with gr.Row():
         task = gr.Dropdown(agent.task_choices(), value="", label="Benchmark task (held out)", allow_custom_value=True,
-                           elem_id="agent-task")
+                           elem_id="agent-task",
+                           info="A graded task: its verdict says whether the world ended as the oracle's.")
         model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "agent-model")
     card = card_for(ctx.default_model, ctx.registry.listing())
     card_md, examples = card_examples("agent", card)

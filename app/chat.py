@@ -346,12 +346,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
             with gr.Row(equal_height=False):
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
-                                     scale=5)
+                                     scale=5, info="Drag to any model forward of the last answer.")
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
-            system = gr.Textbox(label="System prompt (optional)", lines=1)
+            system = gr.Textbox(label="System prompt (optional)", lines=1,
+                                info="Text the model reads before the conversation; empty uses the model's own.")
             with gr.Accordion("Generation settings", open=True):
                 random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
-                                          elem_id="chat-random-seed")
+                                          elem_id="chat-random-seed",
+                                          info="Off: every answer uses the Seed below, so Regenerate repeats it.")
                 controls = generation_controls("chat", DEFAULTS, ctx=ctx)
             export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
             export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,

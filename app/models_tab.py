@@ -77,7 +77,8 @@ def build(ctx: AppContext, pickers: list[gr.Dropdown]) -> None:
                 "example one a training run writes) shows up here and in every model picker within seconds, and "
                 "the next run loads the new weights.")
     with gr.Row():
-        load_name = gr.Textbox(label="Load a model now (name or path)", elem_id="load-name")
+        load_name = gr.Textbox(label="Load a model now (name or path)", elem_id="load-name",
+                               info="A preset, a folder under models/, a path, or openai:URL#MODEL.")
         load_btn = gr.Button("Load")
         rescan_btn = gr.Button("Rescan")
     status = gr.Markdown()
