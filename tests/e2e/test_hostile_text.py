@@ -71,9 +71,18 @@ class Detectors:
 
 
 def set_number(page, elem_id: str, value: int) -> None:
+    from playwright.sync_api import expect
+
     box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
+    # A control inside an accordion that has just opened is still mounting, and mounting writes
+    # its initial value over a fill made too early: fill again until the value holds.
+    for _ in range(10):
+        box.fill(str(value))
+        box.press("Enter")
+        page.wait_for_timeout(200)
+        if box.input_value() == str(value):
+            break
+    expect(box).to_have_value(str(value))
 
 
 def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothing(browser, tmp_path):
