@@ -12,18 +12,8 @@ from engine.world import entities as E
 from engine.world import grammar
 from engine.world.format import assistant_spans, parse_call, render_chat
 from engine.world.tasks import OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
+from tests.training.ngrams import TOKEN, ngrams
 from training.corpus import corpus_lines, default_intents, main
-
-TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
-
-
-def _ngrams(texts, longest=3):
-    grams = set()
-    for text in texts:
-        tokens = TOKEN.findall(text)
-        for n in range(1, longest + 1):
-            grams.update(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
-    return grams
 
 
 def _heldout_values():
@@ -42,7 +32,7 @@ def _leaks(records):
     frames, words = grammar.heldout_matcher(), grammar.heldout_word_matcher()
     frame_hits = [t for t in _user_turns(records) if frames.search(t)]
     word_hits = [m.group() for r in records for m in words.finditer(r["text"])]
-    grams = _ngrams(r["text"] for r in records)
+    grams = ngrams(r["text"] for r in records)
     value_hits = [(kind, v) for kind, vs in _heldout_values().items()
                   for v in vs if " ".join(TOKEN.findall(v)) in grams]
     return frame_hits, word_hits, value_hits

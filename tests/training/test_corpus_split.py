@@ -14,19 +14,10 @@ from engine.world.format import assistant_spans, parse_call, render_chat
 from engine.world.oracle import OracleModel, solve
 from engine.world.state import world_for
 from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, HELDOUT_SIZE, load_heldout_tasks, validation_tasks
+from tests.training.ngrams import TOKEN, ngrams
 from training.corpus import corpus_lines, main
 
-TOKEN = re.compile(r"[A-Za-z0-9@]+(?:[.\-][A-Za-z0-9@]+)*")  # an email or "2019-2023" is one token
 PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)
-
-
-def _ngrams(texts, longest=3):
-    grams = set()
-    for text in texts:
-        tokens = TOKEN.findall(text)
-        for n in range(1, longest + 1):
-            grams.update(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
-    return grams
 
 
 def _combos(record):
@@ -48,7 +39,7 @@ def _combos(record):
 def test_heldout_values_never_occur_in_20000_training_transcripts():
     records = list(corpus_lines("train", 20000, seed=0))
     assert Counter(r["intent"] for r in records).keys() == set(ALL_INTENTS)
-    grams = _ngrams(r["text"] for r in records)
+    grams = ngrams(r["text"] for r in records)
     leaks = [(kind, v) for kind, values in E.heldout_values().items() if kind != "combo"
              for v in values if " ".join(TOKEN.findall(v)) in grams]
     assert leaks == []
@@ -56,7 +47,7 @@ def test_heldout_values_never_occur_in_20000_training_transcripts():
     assert not {c for r in records for c in _combos(r)} & heldout_combos
     # and the check itself can see a leak: a held-out corpus is full of held-out values
     held = list(corpus_lines("heldout", 200, seed=0))
-    held_grams = _ngrams(r["text"] for r in held)
+    held_grams = ngrams(r["text"] for r in held)
     assert any(" ".join(TOKEN.findall(v)) in held_grams for v in E.heldout_values()["name"])
     assert {c for r in held for c in _combos(r)} & heldout_combos
 
