@@ -244,14 +244,20 @@ def local_folders() -> list[Path]:
 
 # ---------------------------------------------------------------------------- resolving names
 
-def _read_playground(folder: Path) -> dict[str, Any]:
-    path = folder / "playground.json"
+def _read_json(path: Path, default: Any) -> Any:
+    """A JSON file's value, `default` when there is no such file; a sentence when it cannot be read."""
     if not path.is_file():
-        return {}
+        return default
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise BackendError(f"Folder {folder}: playground.json is unreadable ({exc}).") from exc
+        raise BackendError(f"{path} is unreadable ({exc}).") from exc
+
+
+def _read_playground(folder: Path) -> dict[str, Any]:
+    data = _read_json(folder / "playground.json", {})
+    if not isinstance(data, dict):
+        raise BackendError(f"{folder / 'playground.json'} must hold a JSON object of settings.")
     unknown = sorted(set(data) - set(PLAYGROUND_KEYS))
     if unknown:
         raise BackendError(f"Folder {folder}: playground.json has unknown key(s) {', '.join(unknown)}; "
@@ -269,10 +275,8 @@ def model_decoding(folder: Path) -> dict[str, Any]:
     """A Sprout folder's decoding defaults (GenerationConfig fields): its playground.json
     `decoding` section, else the bundled Sprout-BD's."""
     path = folder / "playground.json"
-    try:
-        decoding = json.loads(path.read_text(encoding="utf-8")).get("decoding") if path.is_file() else None
-    except (OSError, ValueError) as exc:
-        raise BackendError(f"Folder {folder}: playground.json is unreadable ({exc}).") from exc
+    settings = _read_json(path, {})
+    decoding = settings.get("decoding") if isinstance(settings, dict) else None
     if decoding is None:
         bundled = Path(__file__).resolve().parents[1] / "models" / "sprout-bd"
         if folder.resolve() == bundled.resolve():
@@ -371,12 +375,7 @@ def list_models() -> list[dict[str, Any]]:
 def server_presets() -> dict[str, Preset]:
     """The entries of models/servers.json by name (none when the file is absent)."""
     path = models_dir() / SERVERS_FILE
-    if not path.is_file():
-        return {}
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BackendError(f"{path} is unreadable ({exc}).") from exc
+    rows = _read_json(path, [])
     out = {}
     for row in rows if isinstance(rows, list) else [None]:
         if not isinstance(row, dict) or not {"name", "url", "model"} <= set(row) or set(row) - set(SERVER_KEYS):

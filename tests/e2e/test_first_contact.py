@@ -24,6 +24,7 @@ from engine.world.format import render_call
 from engine.world.tasks import load_heldout_tasks, make_task
 from tests.e2e.app_fakes import Slow, fake_backends, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import set_number
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 
@@ -48,12 +49,6 @@ def shot(page, name: str) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.wait_for_timeout(300)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
-
-
-def set_number(page, control: str, value: str) -> None:
-    box = page.locator(f"{control} input[type=number]")
-    box.fill(value)
-    box.press("Enter")
 
 
 def choose(page, dropdown: str, option: str | re.Pattern) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from engine.world.format import render_call
 from tests.e2e.app_fakes import Slow, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import set_number
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import world_format
 
@@ -70,21 +71,6 @@ class Detectors:
         assert self.violations == [] and self.dialogs == []
 
 
-def set_number(page, elem_id: str, value: int) -> None:
-    from playwright.sync_api import expect
-
-    box = page.locator(f"#{elem_id} input[type=number]")
-    # A control inside an accordion that has just opened is still mounting, and mounting writes
-    # its initial value over a fill made too early: fill again until the value holds.
-    for _ in range(10):
-        box.fill(str(value))
-        box.press("Enter")
-        page.wait_for_timeout(200)
-        if box.input_value() == str(value):
-            break
-    expect(box).to_have_value(str(value))
-
-
 def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothing(browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -97,8 +83,8 @@ def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothi
         page.goto(url)
 
         # Chat: the payload as the prompt and as the streamed answer
-        set_number(page, "chat-gen-length", 320)
-        set_number(page, "chat-pace-ms", 0)
+        set_number(page, "#chat-gen-length", "320")
+        set_number(page, "#chat-pace-ms", "0")
         page.locator("#prompt textarea").fill(PAYLOAD)
         page.locator("#send").click()
         expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
@@ -115,8 +101,8 @@ def test_hostile_text_in_chat_agent_and_search_fetches_nothing_and_injects_nothi
         page.locator("#agent-instruction textarea").fill(f"{AGENT_MARK} {PAYLOAD}")
         page.locator("#agent-instruction").locator("xpath=ancestor::*[contains(@class, 'tabitem')]").get_by_text(
             "Generation settings").first.click()
-        set_number(page, "agent-gen-length", 512)
-        set_number(page, "agent-pace-ms", 0)
+        set_number(page, "#agent-gen-length", "512")
+        set_number(page, "#agent-pace-ms", "0")
         page.locator("#run-agent").click()
         verdict = page.locator("#agent-verdict")
         expect(verdict).to_contain_text("END", timeout=60_000)
@@ -180,8 +166,8 @@ def test_error_toast_and_sandboxed_preview_under_the_policy(browser, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         watch = Detectors(page, url)
         page.goto(url)
-        set_number(page, "chat-gen-length", 256)
-        set_number(page, "chat-pace-ms", 0)
+        set_number(page, "#chat-gen-length", "256")
+        set_number(page, "#chat-pace-ms", "0")
         page.locator("#prompt textarea").fill("A page, please.")
         page.locator("#send").click()
         expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
