@@ -149,12 +149,3 @@ def markdown_safe(text: str) -> str:
     """Model or user text for a Markdown view (the Chatbot, status lines, the verdict): HTML shown
     as text, images shown as links and never fetched, code literal (visualizer.escape)."""
     return markdown_text(text)
-
-
-def chat_messages(history: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The raw history as Chatbot messages, escaped (tool turns shown as the assistant's notes)."""
-    shown = []
-    for message in history:
-        role = "user" if message["role"] == "user" else "assistant"
-        shown.append({"role": role, "content": markdown_safe(message["content"]) or "…"})
-    return shown
