@@ -32,7 +32,7 @@ class ChatTurn:
         self.steps: list[Step] = []
         self.backend: Any = None
         self.view = TraceView(frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1,
-                              steps=None, family="diffusion", config=config, model=model, prompt=message)
+                              steps=None, kind="diffusion", config=config, model=model, prompt=message)
         self.stopped = False
         self.pending = False                      # frames arrived for a reply that is not a step yet
 

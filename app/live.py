@@ -32,7 +32,7 @@ class TraceView:
     gen_length: int
     block_size: int                  # the config's (AR frames are grouped by it too; 1 in older AR traces)
     steps: int | None                # rounds per block (a cap for threshold-like samplers)
-    family: str                      # "diffusion" or "autoregressive"
+    kind: str                        # "diffusion" or "autoregressive"
     stats: Stats | None = None       # set once the run is over
     result: Result | None = None
     config: GenerationConfig | dict[str, Any] | None = None
@@ -43,10 +43,10 @@ class TraceView:
 
     @classmethod
     def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
-        diffusion = backend.family == "diffusion"
+        diffusion = backend.kind == "diffusion"
         return cls(frames=[], pieces={}, mask_id=backend.mask_id if diffusion else None,
                    gen_length=config.gen_length, block_size=config.block_size,   # AR frames group tokens too
-                   steps=config.steps if diffusion else None, family=backend.family, config=config, model=model,
+                   steps=config.steps if diffusion else None, kind=backend.kind, config=config, model=model,
                    prompt=prompt, ends=Ends.of(backend))
 
     @classmethod
@@ -63,7 +63,7 @@ class TraceView:
         return cls(frames=list(result.frames), pieces=dict(result.pieces), mask_id=result.mask_id,
                    gen_length=gen_length, block_size=block_size,
                    steps=cfg.get("steps") if diffusion else None,
-                   family="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
+                   kind="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
                    config=config, model=model, prompt=prompt,
                    ends=Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id))
 
@@ -107,7 +107,7 @@ class TraceView:
         items = [MODES.get(mode, mode)]
         if frame is not None:
             blocks = max(1, -(-self.gen_length // self.block_size))
-            if self.family == "diffusion":
+            if self.kind == "diffusion":
                 items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
             else:
                 items.append(f"token {frame.nfe}/{self.gen_length}")   # AR: one token per forward
@@ -122,7 +122,7 @@ class TraceView:
 
     def plots(self) -> tuple[Any, Any]:
         """(when each token was decided, tokens committed per forward)."""
-        heatmap_blocks = self.block_size if self.family == "diffusion" else self.gen_length
+        heatmap_blocks = self.block_size if self.kind == "diffusion" else self.gen_length
         return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks),
                 commits_per_forward(self.frames, self.ends))
 

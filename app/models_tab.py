@@ -17,10 +17,10 @@ from .state import AppContext
 
 
 def models_table(rows: list[dict[str, Any]]) -> str:
-    head = ("name", "kind", "family", "source", "on this machine", "description")
+    head = ("name", "kind", "driver", "source", "on this machine", "description")
     out = []
     for r in rows:
-        cells = (r["name"], r["kind"], r["family"], r["source"], "yes" if r["available"] else "no",
+        cells = (r["name"], r["kind"], r["driver"] or "none", r["source"], "yes" if r["available"] else "no",
                  r.get("description") or "")
         out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
@@ -60,8 +60,8 @@ class ModelsHandlers:
             backend = self.ctx.registry.get(name)
         except BackendError as exc:
             raise user_error(str(exc)) from None
-        mask = f", mask id {backend.mask_id}" if backend.family == "diffusion" else ""
-        return (f"Loaded **{markdown_text(name)}**: {backend.family}{mask}, context {backend.max_length} tokens, "
+        mask = f", mask id {backend.mask_id}" if backend.kind == "diffusion" else ""
+        return (f"Loaded **{markdown_text(name)}**: {backend.kind}{mask}, context {backend.max_length} tokens, "
                 f"on {backend.device}.")
 
 

@@ -90,13 +90,13 @@ class ModelRegistry:
     def listing(self) -> list[dict[str, Any]]:
         """Every model the pickers offer: handed-in backends first, then the catalog."""
         if self._listing is None:
-            rows = [{"name": n, "kind": b.family, "family": "in memory", "source": "in memory", "available": True,
-                     "description": f"{b.family} backend handed to the app", "path": None}
+            rows = [{"name": n, "kind": b.kind, "driver": None, "source": "in memory", "available": True,
+                     "description": f"{b.kind} backend handed to the app", "path": None}
                     for n, b in self._preloaded.items()]
             try:
                 rows += catalog.list_models()
             except Exception as exc:  # noqa: BLE001 - a bad folder must not hide every other model
-                rows.append({"name": "(catalog error)", "kind": "unknown", "family": "?", "source": "local",
+                rows.append({"name": "(catalog error)", "kind": "unknown", "driver": None, "source": "local",
                              "available": False, "description": f"Scanning models/ failed: {exc}", "path": None})
             self._listing = rows
         return self._listing
@@ -247,7 +247,7 @@ def model_problem(registry: ModelRegistry, name: str) -> str | None:
     if name in registry.loaded_names():
         return None
     try:
-        if catalog.resolve(name).family == "openai":
+        if catalog.resolve(name).driver == "openai":
             return None            # a model on a server: the server is asked when it is first used
     except BackendError:
         pass

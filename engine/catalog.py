@@ -5,7 +5,7 @@ a folder into a ready backend, or raises one BackendError sentence saying what t
 Nothing here touches the network: a preset is used only when its weights are already in the
 Hugging Face cache (or in models/<preset name>/); set DP_ALLOW_DOWNLOAD=1 to let transformers
 fetch a missing one. A folder that transformers cannot recognise by its model_type can carry a
-playground.json (keys: PLAYGROUND_KEYS) that says which family drives it and with what mask.
+playground.json (keys: PLAYGROUND_KEYS) that says which driver serves it and with what mask.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from engine.backends.hf_text import resolve_mask_id
 from engine.backends.remote import PREFIX as REMOTE_PREFIX
 from engine.backends.remote import parse_spec
 
-FAMILIES = ("full_attention", "block_causal", "causal", "sprout", "openai")
+# How a model is driven: which backend class serves it and how it is loaded. A backend's `kind`
+# (diffusion or autoregressive) follows from the driver (Preset.kind).
+DRIVERS = ("full_attention", "block_causal", "causal", "sprout", "openai")
 # Backend knobs a preset may set (see the backend modules for what each means).
 OPTIONS = {
     "full_attention": ("attention",),
@@ -45,7 +47,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 @dataclass(frozen=True)
 class Preset:
     name: str
-    family: str                         # one of FAMILIES
+    driver: str                         # one of DRIVERS
     hf_id: str                          # hub id ("org/name"); for a local model, its folder
     mask_token: str | None = None       # diffusion: the mask token string ...
     mask_id: int | None = None          # ... or its id
@@ -62,12 +64,12 @@ class Preset:
 
     @property
     def kind(self) -> str:
-        if self.family == "openai":
+        if self.driver == "openai":
             return self.options.get("kind", "autoregressive")
-        if self.family == "sprout":
+        if self.driver == "sprout":
             return "autoregressive" if self.options.get("causal") else "diffusion"
         return {"causal": "autoregressive", "full_attention": "diffusion", "block_causal": "diffusion"}.get(
-            self.family, "unknown")
+            self.driver, "unknown")
 
 
 _AR_DEFAULTS = {"gen_length": 128, "temperature": 0.0}
@@ -161,7 +163,7 @@ PRESETS: tuple[Preset, ...] = (
 )
 PRESETS_BY_NAME = {p.name: p for p in PRESETS}
 # playground.json: the Preset fields a folder may set for itself.
-PLAYGROUND_KEYS = ("family", "mask_token", "mask_id", "logit_shift", "trust_remote_code", "loader",
+PLAYGROUND_KEYS = ("driver", "mask_token", "mask_id", "logit_shift", "trust_remote_code", "loader",
                    "chat_template", "defaults", "description", "options")
 
 
@@ -258,11 +260,23 @@ def _read_playground(folder: Path) -> dict[str, Any]:
     data = _read_json(folder / "playground.json", {})
     if not isinstance(data, dict):
         raise BackendError(f"{folder / 'playground.json'} must hold a JSON object of settings.")
+    data = renamed_keys(data)
     unknown = sorted(set(data) - set(PLAYGROUND_KEYS))
     if unknown:
         raise BackendError(f"Folder {folder}: playground.json has unknown key(s) {', '.join(unknown)}; "
                            f"known keys are {', '.join(PLAYGROUND_KEYS)}.")
     return data
+
+
+def renamed_keys(settings: dict[str, Any]) -> dict[str, Any]:
+    """playground.json as this version names it: the key `family` (written before it was renamed)
+    is read as `driver`; a file that sets both keeps `driver`."""
+    if "family" not in settings:
+        return settings
+    settings = dict(settings)
+    old = settings.pop("family")
+    settings.setdefault("driver", old)
+    return settings
 
 
 def bundled_decoding() -> dict[str, Any]:
@@ -298,22 +312,22 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
     if model_type == "sprout":
         causal = bool(config.get("causal", False))
         defaults = _AR_DEFAULTS if causal else {"gen_length": 128, **model_decoding(folder)}
-        return Preset(family="sprout", options={"causal": causal}, defaults=defaults,
+        return Preset(driver="sprout", options={"causal": causal}, defaults=defaults,
                       description=f"Sprout, the bundled model ({folder.name}).", **base)
     extra = _read_playground(folder)
     match = next((p for p in PRESETS if model_type in p.model_types), None)
     if extra:
-        if extra.get("family") not in FAMILIES:
-            raise BackendError(f"Folder {folder}: playground.json must set family to one of {', '.join(FAMILIES)}.")
-        extra.setdefault("description", f"Local {extra['family']} model in {folder}.")
+        if extra.get("driver") not in DRIVERS:
+            raise BackendError(f"Folder {folder}: playground.json must set driver to one of {', '.join(DRIVERS)}.")
+        extra.setdefault("description", f"Local {extra['driver']} model in {folder}.")
         return Preset(**base, **extra)
     if match is not None:
         return dataclasses.replace(match, **base, description=f"{match.description} Local copy in {folder}.")
     archs = config.get("architectures") or []
     if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
-        return Preset(family="causal", description=f"Local causal LM ({model_type or 'unknown type'}) in {folder}.",
+        return Preset(driver="causal", description=f"Local causal LM ({model_type or 'unknown type'}) in {folder}.",
                       **base)
-    return Preset(family="unknown", description=f"Local model of type '{model_type}' in {folder}.", **base)
+    return Preset(driver="unknown", description=f"Local model of type '{model_type}' in {folder}.", **base)
 
 
 def resolve(name_or_path: str) -> Preset:
@@ -358,7 +372,7 @@ def list_models() -> list[dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001 - one bad folder must not hide the others
             problem = f"Folder {folder} cannot be read as a model ({type(exc).__name__}: {exc})."[:300]
         if problem is not None:
-            out.append({"name": folder.name, "family": "unknown", "kind": "unknown", "source": "local",
+            out.append({"name": folder.name, "driver": "unknown", "kind": "unknown", "source": "local",
                         "available": False, "description": f"Broken: {problem}", "path": str(folder),
                         "defaults": {}, "broken": problem})
             continue
@@ -366,7 +380,7 @@ def list_models() -> list[dict[str, Any]]:
     try:
         out += [_describe(p, "remote", True) for p in server_presets().values()]
     except BackendError as exc:
-        out.append({"name": SERVERS_FILE, "family": "openai", "kind": "unknown", "source": "remote",
+        out.append({"name": SERVERS_FILE, "driver": "openai", "kind": "unknown", "source": "remote",
                     "available": False, "description": f"Broken: {exc}", "path": None, "defaults": {},
                     "broken": str(exc)})
     return out
@@ -391,7 +405,7 @@ def server_presets() -> dict[str, Preset]:
 
 def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
     return {
-        "name": preset.name, "family": preset.family, "kind": preset.kind, "source": source,
+        "name": preset.name, "driver": preset.driver, "kind": preset.kind, "source": source,
         "available": bool(available), "description": preset.description, "hf_id": preset.hf_id,
         "path": preset.local_path, "defaults": dict(preset.defaults), "broken": None,
     }
@@ -402,18 +416,18 @@ def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
 def load_backend(name_or_path: str, device: str = "auto") -> Backend:
     """A ready backend for a preset name or a model folder; a BackendError sentence otherwise."""
     preset = resolve(name_or_path)
-    if preset.family == "openai":
+    if preset.driver == "openai":
         from engine.backends import remote
 
         return remote.load(preset.hf_id, name=preset.name, kind=preset.options.get("kind"),
                            api_key_env=preset.options.get("api_key_env", remote.API_KEY_ENV))
-    if preset.family == "sprout":
+    if preset.driver == "sprout":
         return _load_sprout(preset, device)
-    if preset.family not in FAMILIES:
+    if preset.driver not in DRIVERS:
         raise BackendError(
             f"Folder {preset.local_path} holds a model of type '{preset.model_types[0] if preset.model_types else '?'}'"
-            f" that the playground does not know how to drive: add a playground.json naming its family "
-            f"({', '.join(FAMILIES[:3])}) and, for diffusion, its mask token.")
+            f" that the playground does not know how to drive: add a playground.json naming its driver "
+            f"({', '.join(DRIVERS[:3])}) and, for diffusion, its mask token.")
     source, local_only = _weights_source(preset)
     model, tokenizer, dev = load_pretrained(
         source, label=preset.name, loader=preset.loader, trust_remote_code=preset.trust_remote_code,
@@ -436,27 +450,27 @@ def _weights_source(preset: Preset) -> tuple[str, bool]:
 
 
 def build_backend(preset: Preset, model: torch.nn.Module, tokenizer: Any, device: torch.device) -> Backend:
-    """Wrap a loaded model + tokenizer in the backend of the preset's family."""
+    """Wrap a loaded model + tokenizer in the backend of the preset's driver."""
     from engine.backends.block_causal import BlockCausalBackend
     from engine.backends.causal_lm import CausalLMBackend
     from engine.backends.full_attention import FullAttentionBackend
 
     options = dict(preset.options)
-    unknown = sorted(set(options) - set(OPTIONS.get(preset.family, ())))
+    unknown = sorted(set(options) - set(OPTIONS.get(preset.driver, ())))
     if unknown:
-        raise BackendError(f"Model '{preset.name}': unknown option(s) {', '.join(unknown)} for the {preset.family} "
-                           f"family; known: {', '.join(OPTIONS.get(preset.family, ())) or 'none'}.")
-    if preset.family == "causal":
+        raise BackendError(f"Model '{preset.name}': unknown option(s) {', '.join(unknown)} for the {preset.driver} "
+                           f"driver; known: {', '.join(OPTIONS.get(preset.driver, ())) or 'none'}.")
+    if preset.driver == "causal":
         return CausalLMBackend(model, tokenizer, name=preset.name, device=device)
     mask_id = resolve_mask_id(tokenizer, label=preset.name, mask_id=preset.mask_id, mask_token=preset.mask_token)
     common = dict(name=preset.name, mask_id=mask_id, logit_shift=preset.logit_shift, device=device)
-    if preset.family == "full_attention":
+    if preset.driver == "full_attention":
         return FullAttentionBackend(model, tokenizer, attention=options.get("attention"), **common)
-    if preset.family == "block_causal":
+    if preset.driver == "block_causal":
         return BlockCausalBackend(model, tokenizer, mask_style=options.get("mask_style", "additive"),
                                   store_flag=options.get("store_flag"), use_cache=options.get("use_cache", True),
                                   **common)
-    raise BackendError(f"Model '{preset.name}' has family '{preset.family}', which no backend serves.")
+    raise BackendError(f"Model '{preset.name}' has driver '{preset.driver}', which no backend serves.")
 
 
 def _load_sprout(preset: Preset, device: str) -> Backend:

@@ -52,11 +52,11 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
         )
     if getattr(backend, "remote", False):      # served elsewhere (engine/backends/remote.py)
         return backend.stream(prompt, config)
-    if backend.family == "diffusion":
+    if backend.kind == "diffusion":
         return _diffusion(backend, prompt, config)
-    if backend.family == "autoregressive":
+    if backend.kind == "autoregressive":
         return _autoregressive(backend, prompt, config)
-    raise BackendError(f"Backend {backend.name} has family {backend.family!r}; expected diffusion or autoregressive.")
+    raise BackendError(f"Backend {backend.name} has kind {backend.kind!r}; expected diffusion or autoregressive.")
 
 
 def run(

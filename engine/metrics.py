@@ -57,7 +57,7 @@ class Ends:
 
     @classmethod
     def of(cls, backend: Any) -> Ends:
-        mask = backend.mask_id if getattr(backend, "family", "") == "diffusion" else None
+        mask = backend.mask_id if getattr(backend, "kind", "") == "diffusion" else None
         return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask)
 
     def cut(self, canvas: Sequence[int]) -> int:

@@ -73,7 +73,7 @@ Target = str | Sequence[int] | Callable[[str], str | Sequence[int]]
 class _FakeBase:
     """What both fakes share: tokenizer, chat encoding, the target, seeded logits."""
 
-    family = "?"
+    kind = "?"
 
     def __init__(self, target: Target, *, tokenizer: CharTokenizer | None = None, seed: int = 0,
                  max_length: int = 4096, name: str = "fake", context_gain: float = 4.0) -> None:
@@ -128,7 +128,7 @@ class FakeDiffusionBackend(_FakeBase):
     """A diffusion backend with a (fake) block cache. Counters: prefill_calls, denoise_calls,
     commit_calls; `committed_blocks` lists the committed slices as (start, stop)."""
 
-    family = "diffusion"
+    kind = "diffusion"
     mask_id, logit_shift = MASK, False
 
     def __init__(self, target: Target, **kwargs) -> None:
@@ -178,7 +178,7 @@ class FakeARBackend(_FakeBase):
     """An autoregressive backend. Counters: prefill_calls, step_calls; `fed` lists the tokens
     passed to step() in the current generation."""
 
-    family = "autoregressive"
+    kind = "autoregressive"
 
     def __init__(self, target: Target, **kwargs) -> None:
         super().__init__(target, name=kwargs.pop("name", "fake-ar"), **kwargs)

@@ -44,15 +44,15 @@ def test_presets_listed_with_valid_defaults():
         "SDAR-1.7B-Chat": "block_causal", "SDAR-4B-Chat": "block_causal", "LLaDA2.0-mini": "block_causal",
         "Qwen2.5-1.5B-Instruct": "causal", "Qwen2.5-7B-Instruct": "causal", "Qwen3-1.7B": "causal",
     }
-    for name, family in expected.items():
+    for name, driver in expected.items():
         entry = listed[name]
-        assert (entry["family"], entry["source"], entry["available"]) == (family, "preset", False)
+        assert (entry["driver"], entry["source"], entry["available"]) == (driver, "preset", False)
         assert entry["description"]
         GenerationConfig.from_dict(entry["defaults"])            # raises on a bad preset default
     shifted = {p.name for p in catalog.PRESETS if p.logit_shift}
     assert shifted == {"Dream-v0-Instruct-7B", "Fast_dLLM_v2_1.5B", "Fast_dLLM_v2_7B"}
     for preset in catalog.PRESETS:
-        assert (preset.family == "causal") == (preset.mask_id is None and preset.mask_token is None)
+        assert (preset.driver == "causal") == (preset.mask_id is None and preset.mask_token is None)
 
 
 def test_preset_available_from_hf_cache(_isolated):
@@ -96,30 +96,43 @@ def test_local_causal_folder_loads_and_generates(_isolated, tok):
     tm.save_tiny(_isolated / "models" / "tiny-ar", tm.tiny_causal_lm(), tok)
     listed = {m["name"]: m for m in catalog.list_models()}
     assert listed["tiny-ar"]["source"] == "local" and listed["tiny-ar"]["available"]
-    assert listed["tiny-ar"]["family"] == "causal" and listed["tiny-ar"]["kind"] == "autoregressive"
+    assert listed["tiny-ar"]["driver"] == "causal" and listed["tiny-ar"]["kind"] == "autoregressive"
     backend = catalog.load_backend("tiny-ar", device="cpu")
-    assert backend.family == "autoregressive" and backend.name == "tiny-ar"
+    assert backend.kind == "autoregressive" and backend.name == "tiny-ar"
     result = run(backend, backend.encode_chat([{"role": "user", "content": "hi"}]),
                  GenerationConfig(gen_length=8, block_size=8, steps=1, stop_on_eos=False))
     assert result.stats.nfe == 8 and len(result.frames) == 8
 
 
-@pytest.mark.parametrize(("family", "shift"), [("full_attention", False), ("full_attention", True),
+@pytest.mark.parametrize(("driver", "shift"), [("full_attention", False), ("full_attention", True),
                                                ("block_causal", True)], ids=["llada", "dream", "fast-dllm"])
-def test_local_diffusion_folder_with_playground_json(_isolated, tok, family, shift):
-    model = tm.tiny_masked_lm() if family == "full_attention" else tm.tiny_block_lm()
+def test_local_diffusion_folder_with_playground_json(_isolated, tok, driver, shift):
+    model = tm.tiny_masked_lm() if driver == "full_attention" else tm.tiny_block_lm()
     folder = tm.save_tiny(_isolated / "tiny-dllm", model, tok,
-                          playground={"family": family, "mask_token": "<mask>", "logit_shift": shift})
+                          playground={"driver": driver, "mask_token": "<mask>", "logit_shift": shift})
     backend = catalog.load_backend(str(folder), device="cpu")        # a path, not under models/
-    assert (backend.family, backend.mask_id, backend.logit_shift) == ("diffusion", tm.MASK_ID, shift)
+    assert (backend.kind, backend.mask_id, backend.logit_shift) == ("diffusion", tm.MASK_ID, shift)
     config = GenerationConfig(gen_length=8, block_size=4, steps=4, sampler="low_confidence", stop_on_eos=False)
     result = run(backend, backend.encode_chat([{"role": "user", "content": "hi"}]), config)
     assert result.stats.nfe == 8 and tm.MASK_ID not in result.frames[-1].canvas
 
 
+def test_playground_json_written_with_family_still_loads(_isolated, tok):
+    """`family` was the key's name before `driver`: such a file is read as `driver`, never written."""
+    assert catalog.renamed_keys({"family": "causal", "mask_id": 3}) == {"driver": "causal", "mask_id": 3}
+    assert catalog.renamed_keys({"family": "causal", "driver": "block_causal"}) == {"driver": "block_causal"}
+    tm.save_tiny(_isolated / "models" / "old-dllm", tm.tiny_masked_lm(), tok,
+                 playground={"family": "full_attention", "mask_token": "<mask>"})
+    preset = catalog.resolve("old-dllm")
+    assert (preset.driver, preset.kind) == ("full_attention", "diffusion")
+    listed = {m["name"]: m for m in catalog.list_models()}["old-dllm"]
+    assert listed["driver"] == "full_attention" and "family" not in listed
+    assert catalog.load_backend("old-dllm", device="cpu").mask_id == tm.MASK_ID
+
+
 def test_playground_json_unknown_key(_isolated, tok):
     folder = tm.save_tiny(_isolated / "models" / "odd", tm.tiny_masked_lm(), tok,
-                          playground={"family": "full_attention", "mask": "<mask>"})
+                          playground={"driver": "full_attention", "mask": "<mask>"})
     with pytest.raises(BackendError, match="unknown key.*mask"):
         catalog.load_backend(str(folder))
     assert {m["name"]: m for m in catalog.list_models()}["odd"]["available"] is False
@@ -138,7 +151,7 @@ def test_preset_local_copy_under_models(_isolated):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
     preset = catalog.resolve("Qwen3-1.7B")
-    assert preset.local_path == str(folder.resolve()) and preset.family == "causal"
+    assert preset.local_path == str(folder.resolve()) and preset.driver == "causal"
     names = [m["name"] for m in catalog.list_models()]
     assert names.count("Qwen3-1.7B") == 1
 
@@ -148,7 +161,7 @@ def test_model_type_matches_a_preset(_isolated):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "sdar"}))
     preset = catalog.resolve("my-sdar")
-    assert (preset.family, preset.mask_token, preset.options["store_flag"]) == ("block_causal", "<|MASK|>", "store_kv")
+    assert (preset.driver, preset.mask_token, preset.options["store_flag"]) == ("block_causal", "<|MASK|>", "store_kv")
 
 
 def test_list_rescans_every_call(_isolated):
@@ -157,7 +170,7 @@ def test_list_rescans_every_call(_isolated):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "mystery"}))
     listed = {m["name"]: m for m in catalog.list_models()}
-    assert listed["late"]["family"] == "unknown" and not listed["late"]["available"]
+    assert listed["late"]["driver"] == "unknown" and not listed["late"]["available"]
     with pytest.raises(BackendError, match="playground.json"):
         catalog.load_backend("late")
 
@@ -169,7 +182,7 @@ def test_sprout_folder_goes_to_sprout_backend(_isolated):
 
     for name, causal, cls in (("sprout-bd", False, SproutBackend), ("sprout-ar", True, SproutARBackend)):
         save_model_folder(tiny_sprout(causal=causal), tiny_tokenizer(), _isolated / "models" / name, {})
-        assert {m["name"]: m for m in catalog.list_models()}[name]["family"] == "sprout"
+        assert {m["name"]: m for m in catalog.list_models()}[name]["driver"] == "sprout"
         assert isinstance(catalog.load_backend(name, device="cpu"), cls)
     broken = _isolated / "models" / "sprout-broken"
     broken.mkdir()

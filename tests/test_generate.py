@@ -103,15 +103,15 @@ def test_generation_longer_than_context():
         generate(FakeARBackend("x", max_length=16), PROMPT, config(gen_length=16))
 
 
-@pytest.mark.parametrize("family", [FakeDiffusionBackend, FakeARBackend], ids=["diffusion", "ar"])
-def test_empty_prompt(family):
+@pytest.mark.parametrize("make", [FakeDiffusionBackend, FakeARBackend], ids=["diffusion", "ar"])
+def test_empty_prompt(make):
     with pytest.raises(ConfigError, match="The prompt is empty"):
-        generate(family("x"), [], config())
+        generate(make("x"), [], config())
 
 
-@pytest.mark.parametrize("family", [FakeDiffusionBackend, FakeARBackend], ids=["diffusion", "ar"])
-def test_close_mid_run_is_safe_and_the_backend_is_reusable(family):
-    backend = family("a long enough answer")
+@pytest.mark.parametrize("make", [FakeDiffusionBackend, FakeARBackend], ids=["diffusion", "ar"])
+def test_close_mid_run_is_safe_and_the_backend_is_reusable(make):
+    backend = make("a long enough answer")
     frames = generate(backend, PROMPT, config())
     first = next(frames)
     next(frames)

@@ -28,7 +28,7 @@ def _cut(canvas: list[int], eos_ids: frozenset[int]) -> int:
 
 def committed_text(backend: Any, frame: Frame) -> str:
     """Text of the decided prefix of the canvas (before the first mask or EOS), pad dropped."""
-    mask_id = backend.mask_id if backend.family == "diffusion" else None
+    mask_id = backend.mask_id if backend.kind == "diffusion" else None
     canvas = frame.canvas[:_cut(frame.canvas, backend.eos_ids)]
     end = next((i for i, t in enumerate(canvas) if t == mask_id), len(canvas))
     return backend.decode([t for t in canvas[:end] if t != backend.pad_id])
@@ -44,7 +44,7 @@ def text_delta(sent: str, now: str) -> str:
 
 def diffusing_view(backend: Any, frame: Frame) -> tuple[str, dict[str, Any]]:
     """(canvas text with MASK_GLYPH per masked position, the `diffusion` extension field)."""
-    mask_id = backend.mask_id if backend.family == "diffusion" else None
+    mask_id = backend.mask_id if backend.kind == "diffusion" else None
     cut = _cut(frame.canvas, backend.eos_ids)
     parts: list[str] = []
     run: list[int] = []

@@ -19,7 +19,7 @@ from engine.errors import BackendError  # noqa: F401  (defined there; callers im
 @runtime_checkable
 class Backend(Protocol):
     name: str
-    family: str                 # "diffusion" or "autoregressive"
+    kind: str                   # "diffusion" or "autoregressive"
     tokenizer: object           # a transformers tokenizer (or anything with encode/decode)
     device: torch.device
     eos_ids: frozenset[int]     # ids that end generation (EOS, end-of-turn)

@@ -55,7 +55,7 @@ MASK_STYLES = ("additive", "bool", "block_size")
 class BlockCausalBackend(HFTextMixin):
     """Block diffusion over a KV cache (or, with use_cache=False, its uncached reference)."""
 
-    family = "diffusion"
+    kind = "diffusion"
 
     def __init__(
         self, model: torch.nn.Module, tokenizer: Any, *, name: str, mask_id: int, logit_shift: bool,

@@ -17,7 +17,7 @@ from engine.backends.hf_text import HFTextMixin, special_ids
 class CausalLMBackend(HFTextMixin):
     """Next-token prediction over a DynamicCache."""
 
-    family = "autoregressive"
+    kind = "autoregressive"
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, name: str, device: torch.device,
                  max_length: int | None = None) -> None:

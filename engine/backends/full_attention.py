@@ -24,7 +24,7 @@ ATTENTION_MODES = (None, "bool", "additive")
 class FullAttentionBackend(HFTextMixin):
     """A masked diffusion LM that re-reads prompt + canvas on every forward."""
 
-    family = "diffusion"
+    kind = "diffusion"
 
     def __init__(
         self, model: torch.nn.Module, tokenizer: Any, *, name: str, mask_id: int, logit_shift: bool,

@@ -83,9 +83,9 @@ class RemoteBackend:
     logit_shift = False
     mask_id = MASK
 
-    def __init__(self, url: str, model: str, family: str, name: str | None = None,
+    def __init__(self, url: str, model: str, kind: str, name: str | None = None,
                  api_key_env: str = API_KEY_ENV, diffusing: bool = False) -> None:
-        self.url, self.model, self.family = url, model, family
+        self.url, self.model, self.kind = url, model, kind
         self.name = name or f"{PREFIX}{url}#{model}"
         self.api_key_env, self.diffusing = api_key_env, diffusing
         self.tokenizer = MessageBytes()
@@ -185,7 +185,7 @@ class RemoteBackend:
         result = summarize(self, frames, time.perf_counter() - started, stop)
         result.text = text
         if usage is not None:
-            result.stats = _with_usage(result.stats, usage, self.family)
+            result.stats = _with_usage(result.stats, usage, self.kind)
         return result
 
     def _create(self, body: dict[str, Any]) -> Any:
@@ -227,11 +227,11 @@ def _arguments(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
-def _with_usage(stats: Any, usage: Any, family: str) -> Any:
+def _with_usage(stats: Any, usage: Any, kind: str) -> Any:
     """The server's counts where it sends them: completion tokens, and nfe from this playground."""
     tokens = int(getattr(usage, "completion_tokens", 0) or stats.new_tokens)
     extra = getattr(usage, "model_extra", None) or {}
-    nfe = int(extra.get("nfe") or (tokens if family == "autoregressive" else stats.nfe) or 0)
+    nfe = int(extra.get("nfe") or (tokens if kind == "autoregressive" else stats.nfe) or 0)
     seconds = stats.seconds
     return dataclasses.replace(stats, new_tokens=tokens, nfe=nfe, tokens_per_forward=tokens / nfe if nfe else 0.0,
                                tokens_per_s=tokens / seconds if seconds > 0 else 0.0)
@@ -270,8 +270,8 @@ def load(spec: str, name: str | None = None, api_key_env: str = API_KEY_ENV, kin
         served = ", ".join(r.id for r in rows[:12]) or "none"
         raise BackendError(f"The server at {url} does not serve '{model}'; it serves: {served}.")
     listed = (row.model_extra or {}).get("kind")
-    family = kind or listed or "autoregressive"
-    if family not in ("diffusion", "autoregressive"):
-        raise BackendError(f"'{spec}': kind must be diffusion or autoregressive, got {family!r}.")
-    probe.family, probe.diffusing = family, listed is not None
+    kind = kind or listed or "autoregressive"
+    if kind not in ("diffusion", "autoregressive"):
+        raise BackendError(f"'{spec}': kind must be diffusion or autoregressive, got {kind!r}.")
+    probe.kind, probe.diffusing = kind, listed is not None
     return probe

@@ -50,7 +50,7 @@ class _SproutText:
 
 
 class SproutBackend(_SproutText):
-    family = "diffusion"
+    kind = "diffusion"
     logit_shift = False
 
     def __init__(self, model, tokenizer, name: str = "sprout-bd", device: torch.device | None = None):
@@ -70,7 +70,7 @@ class SproutBackend(_SproutText):
 
 
 class SproutARBackend(_SproutText):
-    family = "autoregressive"
+    kind = "autoregressive"
 
     def __init__(self, model, tokenizer, name: str = "sprout-ar", device: torch.device | None = None):
         self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)

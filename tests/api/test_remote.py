@@ -27,7 +27,7 @@ def spec(served, model: str) -> str:
 
 def test_a_diffusion_model_on_v1_streams_its_rounds_as_frames(served):
     backend = load(spec(served, "fake-bd"))
-    assert backend.family == "diffusion" and backend.diffusing
+    assert backend.kind == "diffusion" and backend.diffusing
     result = run(backend, backend.encode_chat(MESSAGES), CONFIG)
     assert result.text == ANSWER and result.stats.new_tokens == len(ANSWER)
     local = run(served[0].registry.get("fake-bd"), [5, 6, 7], CONFIG)       # the same decode, in process
@@ -43,7 +43,7 @@ def test_a_diffusion_model_on_v1_streams_its_rounds_as_frames(served):
 
 def test_an_ar_model_streams_text_frames_and_the_tools_go_out(served):
     backend = load(spec(served, "fake-ar"))
-    assert backend.family == "autoregressive"
+    assert backend.kind == "autoregressive"
     result = run(backend, backend.encode_chat(MESSAGES), CONFIG)
     assert result.text == AR_ANSWER and len(result.frames) > 2
     assert result.stats.nfe == len(AR_ANSWER) + 1                   # the server's forwards, the EOS step too
@@ -141,7 +141,7 @@ def test_servers_json_is_the_catalog_entry_form(served, tmp_path, monkeypatch):
 
     assert ("our-bd (diffusion)", "our-bd") in ModelRegistry().choices(("diffusion",))     # the picker offers it
     ctx = AppContext.create(tmp_path / "s.db", model="our-bd", baseline=spec(served, "fake-ar"), watch=False)
-    assert ctx.notices == [] and ctx.registry.get(spec(served, "fake-ar")).family == "autoregressive"
+    assert ctx.notices == [] and ctx.registry.get(spec(served, "fake-ar")).kind == "autoregressive"
     ctx.close()
     backend = catalog.load_backend("our-bd")
     assert backend.name == "our-bd" and run(backend, backend.encode_chat(MESSAGES), CONFIG).text == ANSWER

@@ -17,9 +17,9 @@ TASKS = [make_task("shop_out_of_stock", "heldout", 1), make_task("office_unpaid_
          make_task("shop_missing_info", "train", 3), make_task("doc_html", "heldout", 4)]
 
 
-@pytest.mark.parametrize("family", ["diffusion", "autoregressive"])
-def test_oracle_backend_succeeds_through_generate(family):
-    make = FakeDiffusionBackend if family == "diffusion" else FakeARBackend
+@pytest.mark.parametrize("kind", ["diffusion", "autoregressive"])
+def test_oracle_backend_succeeds_through_generate(kind):
+    make = FakeDiffusionBackend if kind == "diffusion" else FakeARBackend
     backend = make(oracle_target(TASKS))
     for task in TASKS:
         frames, steps = [], []
@@ -34,7 +34,7 @@ def test_oracle_backend_succeeds_through_generate(family):
             assert all(s.raw_text == s.result.text for s in transcript.steps)
             assert transcript.steps[-1].observation is None and transcript.final_answer
         json.dumps(transcript.to_dict())  # the session store can persist it as it is
-    if family == "diffusion":
+    if kind == "diffusion":
         assert transcript.new_tokens / transcript.nfe > 1  # several tokens per forward
 
 
