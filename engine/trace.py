@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
 from engine.samplers import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
+from engine.scaffold.schema import schema_problem
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
 MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer
@@ -125,6 +126,10 @@ class GenerationConfig:
     greedy_first_token: bool = False     # a block's first token: argmax of the forward that stored the last one
     sub_block_size: int = 0              # > 0: decode each block in sub-blocks of this size, left to right
     schedule: str = "even"               # scheduled samplers' k per round: one of SCHEDULES
+    # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
+    # only its value slots are decoded. `schema` alone (structured output) turns it on too.
+    scaffold: bool = False               # the answer is one tool call of the registry (engine/world/tools.py)
+    schema: dict[str, Any] | None = field(default=None, hash=False)  # a JSON schema the answer follows
 
     def __post_init__(self) -> None:
         if isinstance(self.sampler, str) and self.sampler in RENAMED_SAMPLERS:
@@ -153,6 +158,10 @@ class GenerationConfig:
                        f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {shown_value(self.sampler)}.")
         if self.schedule not in SCHEDULES:
             out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
+        if self.schema is not None:
+            problem = schema_problem(self.schema)
+            if problem:
+                out.append(problem)
         if out:
             return out
         if self.gen_length % self.block_size:
@@ -206,6 +215,11 @@ class GenerationConfig:
         return out
 
     @property
+    def scaffolded(self) -> bool:
+        """Whether the answer is decoded on a scaffold: a registry tool call, or `schema`."""
+        return self.scaffold or self.schema is not None
+
+    @property
     def num_blocks(self) -> int:
         return self.gen_length // self.block_size
 
@@ -234,6 +248,9 @@ class Frame:
     committed: list[tuple[int, int, float]]     # (position, token_id, confidence) decided now
     canvas: list[int]                           # ids of the whole span; mask id where undecided
     elapsed_s: float                            # seconds since generation started
+    # Scaffolded decoding: every position the scaffold has written so far (fixed text, and the EOS
+    # fill after it), sorted; these are not model decisions and never appear in `committed`.
+    prefilled: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -244,6 +261,7 @@ class Frame:
             nfe=int(d["nfe"]), block=int(d["block"]), round=int(d["round"]),
             committed=[(int(p), int(t), float(c)) for p, t, c in d["committed"]],
             canvas=[int(t) for t in d["canvas"]], elapsed_s=float(d["elapsed_s"]),
+            prefilled=[int(p) for p in d.get("prefilled", ())],
         )
 
 
@@ -275,13 +293,14 @@ class Result:
     pieces: dict[int, str] = field(default_factory=dict)  # token id -> display text, for every id in frames
     eos_ids: list[int] = field(default_factory=list)      # ids that end the answer (engine/metrics.py Ends)
     pad_id: int | None = None
+    schema_error: str = ""                      # scaffolded: why the answer does not follow its schema ("" = it does)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "token_ids": self.token_ids, "text": self.text,
             "frames": [f.to_dict() for f in self.frames], "stats": self.stats.to_dict(),
             "mask_id": self.mask_id, "pieces": {str(k): v for k, v in self.pieces.items()},
-            "eos_ids": list(self.eos_ids), "pad_id": self.pad_id,
+            "eos_ids": list(self.eos_ids), "pad_id": self.pad_id, "schema_error": self.schema_error,
         }
 
     @classmethod
@@ -291,6 +310,7 @@ class Result:
             frames=[Frame.from_dict(f) for f in d["frames"]], stats=Stats(**d["stats"]),
             mask_id=d.get("mask_id"), pieces={int(k): v for k, v in d.get("pieces", {}).items()},
             eos_ids=[int(t) for t in (d["eos_ids"] if "eos_ids" in d else _stored_eos(d))], pad_id=d.get("pad_id"),
+            schema_error=str(d.get("schema_error") or ""),
         )
 
 
