@@ -22,15 +22,20 @@ MASK_GLYPH = "\u00b7"
 
 # Text keeps full colour in every state (contrast >= 4.5:1); confidence fades the background only
 # (--dp-c in [0, 1]), and "new this round" is marked by an underline and an outline as well as colour.
+# Tokens a schema scaffold placed (the model did not choose them) are grey, not blue, with a dotted
+# outline and a hatched background: a shape as well as a colour says "pre-filled".
 GRID_CSS = """
 .dp-grid { --dp-mask: rgba(127,127,127,.16); --dp-new: rgba(255,170,0,.42); --dp-done-rgb: 60,130,240;
   --dp-active: rgba(37,99,235,.9); --dp-end: rgba(127,127,127,.08); --dp-mark: #92400e;
+  --dp-pre: rgba(100,116,139,.14); --dp-pre-hatch: rgba(100,116,139,.22); --dp-pre-line: #475569;
   font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
   color: inherit; line-height: 1.25; }
 @media (prefers-color-scheme: dark) { .dp-grid { --dp-new: rgba(255,190,60,.36); --dp-done-rgb: 110,160,255;
-  --dp-active: rgba(130,175,255,.95); --dp-mark: #fcd34d; } }
+  --dp-active: rgba(130,175,255,.95); --dp-mark: #fcd34d; --dp-pre: rgba(148,163,184,.14);
+  --dp-pre-hatch: rgba(148,163,184,.2); --dp-pre-line: #cbd5e1; } }
 .dark .dp-grid { --dp-new: rgba(255,190,60,.36); --dp-done-rgb: 110,160,255; --dp-active: rgba(130,175,255,.95);
-  --dp-mark: #fcd34d; }
+  --dp-mark: #fcd34d; --dp-pre: rgba(148,163,184,.14); --dp-pre-hatch: rgba(148,163,184,.2);
+  --dp-pre-line: #cbd5e1; }
 .dp-readout { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin: 0 0 .5rem; font-size: 12px; }
 .dp-readout b { font-weight: 600; }
 .dp-cells { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; }
@@ -44,6 +49,8 @@ GRID_CSS = """
   text-underline-offset: 2px; border: 1px dashed var(--dp-mark); }
 .dp-done, .dp-key-done { background: rgba(var(--dp-done-rgb), calc(.06 + .22 * var(--dp-c, 1))); }
 .dp-filled { background: var(--dp-end); }
+.dp-pre, .dp-key-pre { background-color: var(--dp-pre); border: 1px dotted var(--dp-pre-line);
+  background-image: repeating-linear-gradient(135deg, transparent 0 4px, var(--dp-pre-hatch) 4px 5px); }
 .dp-end, .dp-key-end { background: var(--dp-end); font-style: italic; }
 .dp-break { flex-basis: 100%; height: 0; }
 .dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
@@ -91,15 +98,33 @@ def _cell(text: str, classes: str, title: str, level: float | None = None) -> Ma
     return Markup('<span class="{}" title="{}"{}>{}</span>').format(classes, title, Markup(style), inner)
 
 
-LEGEND = Markup(
-    '<div class="dp-legend"><span><span class="dp-key dp-key-new">new</span> decided by this forward (underlined, '
+_LEGEND_ITEMS = Markup(
+    '<span><span class="dp-key dp-key-new">new</span> decided by this forward (underlined, '
     'outlined)</span><span><span class="dp-key dp-key-done">earlier</span> decided before (paler = less sure)'
     '</span><span><span class="dp-key dp-key-mask">{}</span> still masked</span><span><span class="dp-key dp-key-end">'
-    '{}</span> after the answer\'s end (EOS), not counted</span><span>outlined box: active block</span></div>'
+    '{}</span> after the answer\'s end (EOS), not counted</span>'
 ).format(MASK_GLYPH, END_GLYPH)
+_LEGEND_PRE = Markup('<span><span class="dp-key dp-key-pre">{"</span> pre-filled by the schema (dotted, '
+                     'hatched): placed, not decided by the model</span>')
 
 
-def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends: Ends, stats: Stats | None) -> Markup:
+def legend_html(prefilled: bool = False) -> Markup:
+    """The key to the cell styles; the pre-filled entry only for a trace a scaffold wrote into."""
+    return Markup('<div class="dp-legend">{}{}<span>outlined box: active block</span></div>').format(
+        _LEGEND_ITEMS, _LEGEND_PRE if prefilled else Markup(""))
+
+
+def prefilled_positions(frames: Sequence[Frame]) -> dict[int, int]:
+    """position -> NFE of the frame whose scaffold placed it, over `frames` (engine/scaffold)."""
+    placed: dict[int, int] = {}
+    for frame in frames:
+        for position in frame.prefilled:
+            placed.setdefault(position, frame.nfe)
+    return placed
+
+
+def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends: Ends, stats: Stats | None,
+             prefilled: int) -> Markup:
     if frame is None:
         return Markup('<div class="dp-readout"><span>Waiting for the first forward…</span></div>')
     # The numbers of the frames shown so far, or the run's own once it is over (engine/metrics.py).
@@ -113,6 +138,8 @@ def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends:
         (LABELS["seconds"], f"{now.seconds:.3f} s"),
         (LABELS["tokens_per_s"], f"{now.tokens_per_s:.1f}"),
     ]
+    if prefilled:
+        items.append(("pre-filled by the schema", str(prefilled)))
     parts = [Markup("<span>{}: <b>{}</b></span>").format(name, value) for name, value in items]
     return Markup('<div class="dp-readout">{}</div>').format(Markup("").join(parts))
 
@@ -155,6 +182,7 @@ def render_grid(
     canvas = frame.canvas if frame is not None else []
     answer = set(ends.answer_positions(canvas))
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
+    placed = prefilled_positions(shown)
 
     blocks: list[Markup] = []
     for b in range(num_blocks):
@@ -169,7 +197,11 @@ def render_grid(
             if position not in answer:
                 cells.append(_cell(END_GLYPH, "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
                 continue
-            if nfes[position] is None:
+            if position in placed:
+                # Written by the schema scaffold, never re-masked: not a decision of the model.
+                cells.append(_cell(text, "dp-cell dp-pre",
+                                   f"#{position}: {text!r} · pre-filled by the schema at NFE {placed[position]}"))
+            elif nfes[position] is None:
                 # On the canvas without a commit record (a single frame passed alone).
                 cells.append(_cell(text, "dp-cell dp-filled", f"#{position}: {text!r}"))
             else:
@@ -184,6 +216,7 @@ def render_grid(
         classes = "dp-block dp-active" if active else "dp-block"
         blocks.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
 
-    readout = _readout(frame, num_blocks, shown, ends, stats)
+    readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)))
+    scaffolded = any(f.prefilled for f in frames)
     return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
-        readout, Markup("").join(blocks), LEGEND if legend else Markup("")))
+        readout, Markup("").join(blocks), legend_html(scaffolded) if legend else Markup("")))

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result
 
-from .grid import GRID_CSS, LEGEND
+from .grid import GRID_CSS, legend_html
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -121,7 +121,8 @@ def standalone_replay_html(
     template = _ENV.get_template("replay.html.j2")
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
-        numbers=summary_line(result.stats) if result.stats else "", config=_config_dict(config), legend=LEGEND,
+        numbers=summary_line(result.stats) if result.stats else "", config=_config_dict(config),
+        legend=legend_html(any(f.prefilled for f in result.frames)),
         css=Markup(GRID_CSS + PAGE_CSS),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),

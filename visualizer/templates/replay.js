@@ -74,15 +74,22 @@
   function render(step) {
     var frame = step > 0 ? frames[step - 1] : null;
     var canvas = frame ? frame.canvas : [];
-    // Last commit per position up to this frame: [round, nfe, confidence].
+    // Last commit per position up to this frame: [round, nfe, confidence]; and the NFE at which
+    // a schema scaffold placed a position (not a decision of the model; older traces have none).
     var decided = new Array(genLength);
+    var placed = {};
     for (var i = 0; i < step; i++) {
       var f = frames[i];
       for (var j = 0; j < f.committed.length; j++) {
         var c = f.committed[j];
         if (c[0] >= 0 && c[0] < genLength) { decided[c[0]] = [f.round, f.nfe, c[2]]; }
       }
+      var pre = f.prefilled || [];
+      for (var q = 0; q < pre.length; q++) {
+        if (!Object.prototype.hasOwnProperty.call(placed, pre[q])) { placed[pre[q]] = f.nfe; }
+      }
     }
+    var prefilledShown = 0;
     var fresh = {};
     if (frame) { for (var k = 0; k < frame.committed.length; k++) { fresh[frame.committed[k][0]] = true; } }
     var answer = answerOf(canvas);
@@ -107,7 +114,12 @@
       cellNode.textContent = visible(text);
       breaks[pos].hidden = text.indexOf("\n") < 0;
       var info = decided[pos];
-      if (!info) {
+      if (Object.prototype.hasOwnProperty.call(placed, pos)) {
+        prefilledShown++;
+        cellNode.className = "dp-cell dp-pre";
+        cellNode.title = "#" + pos + ": " + JSON.stringify(text) + " \u00b7 pre-filled by the schema at NFE " +
+          placed[pos];
+      } else if (!info) {
         cellNode.className = "dp-cell dp-filled";
         cellNode.title = "#" + pos + ": " + JSON.stringify(text);
       } else {
@@ -129,7 +141,8 @@
       " \u00b7 block " + (frame.block + 1) + "/" + numBlocks : " \u00b7 before the first forward") + " \u00b7 " +
       (labels.nfe || "NFE") + " " + nfe + " \u00b7 " + (labels.new_tokens || "answer tokens") + " " + tokens +
       " \u00b7 " + (labels.tokens_per_forward || "tokens per forward") + " " + perForward + " \u00b7 " +
-      (labels.seconds || "model time") + " " + (frame ? frame.elapsed_s || 0 : 0).toFixed(3) + " s";
+      (labels.seconds || "model time") + " " + (frame ? frame.elapsed_s || 0 : 0).toFixed(3) + " s" +
+      (prefilledShown ? " \u00b7 pre-filled by the schema " + prefilledShown : "");
     scrubber.value = String(step);
   }
 
