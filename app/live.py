@@ -15,7 +15,7 @@ from typing import Any
 from markupsafe import Markup
 
 from engine.metrics import Ends
-from engine.trace import Frame, GenerationConfig, Result, Stats
+from engine.trace import Frame, GenerationConfig, Result, Stats, block_size_of
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
 
@@ -30,7 +30,7 @@ class TraceView:
     pieces: dict[int, str]
     mask_id: int | None
     gen_length: int
-    block_size: int                  # the config's (AR frames are grouped by it too; 1 in older AR traces)
+    block_size: int                  # positions per Frame.block (engine.trace.block_size_of: 1 for AR)
     steps: int | None                # rounds per block (a cap for threshold-like samplers)
     kind: str                        # "diffusion" or "autoregressive"
     stats: Stats | None = None       # set once the run is over
@@ -44,8 +44,9 @@ class TraceView:
     @classmethod
     def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
         diffusion = backend.kind == "diffusion"
-        return cls(frames=[], pieces={}, mask_id=backend.mask_id if diffusion else None,
-                   gen_length=config.gen_length, block_size=config.block_size,   # AR frames group tokens too
+        mask_id = backend.mask_id if diffusion else None
+        return cls(frames=[], pieces={}, mask_id=mask_id,
+                   gen_length=config.gen_length, block_size=block_size_of(mask_id, config.block_size),
                    steps=config.steps if diffusion else None, kind=backend.kind, config=config, model=model,
                    prompt=prompt, ends=Ends.of(backend))
 
@@ -57,9 +58,7 @@ class TraceView:
         diffusion = result.mask_id is not None
         canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
         gen_length = int(cfg.get("gen_length") or canvas_length or 1)
-        block_size = int(cfg.get("block_size") or gen_length)
-        if not diffusion and all(f.block == f.nfe - 1 for f in result.frames):
-            block_size = 1                   # AR traces stored when each token was its own block
+        block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length))
         return cls(frames=list(result.frames), pieces=dict(result.pieces), mask_id=result.mask_id,
                    gen_length=gen_length, block_size=block_size,
                    steps=cfg.get("steps") if diffusion else None,

@@ -265,8 +265,8 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
     for i in range(config.gen_length):
         token, conf = _ar_propose(logits, config, generator)
         span.append(token)
-        block, round_index = divmod(i, config.block_size)                      # AR blocks: display groups
-        frame = Frame(nfe=i + 1, block=block, round=round_index, committed=[(i, token, conf)], canvas=list(span),
+        # Each token is its own block of one, decided in one round (engine.trace.block_size_of).
+        frame = Frame(nfe=i + 1, block=i, round=0, committed=[(i, token, conf)], canvas=list(span),
                       elapsed_s=clock.elapsed())
         frames.append(frame)
         with clock.paused():

@@ -243,8 +243,8 @@ class Frame:
     """What one model forward decided. Positions index the generated span (0 = first new token)."""
 
     nfe: int                                    # forwards so far, this one included
-    block: int                                  # index of the active block (AR: token index // block_size)
-    round: int                                  # denoising round inside the block, from 0 (AR: index % block_size)
+    block: int                                  # index of the block being decoded (block_size_of)
+    round: int                                  # denoising round inside the block, from 0
     committed: list[tuple[int, int, float]]     # (position, token_id, confidence) decided now
     canvas: list[int]                           # ids of the whole span; mask id where undecided
     elapsed_s: float                            # seconds since generation started
@@ -307,11 +307,28 @@ class Result:
     def from_dict(cls, d: dict[str, Any]) -> Result:
         return cls(
             token_ids=list(d["token_ids"]), text=d["text"],
-            frames=[Frame.from_dict(f) for f in d["frames"]], stats=Stats(**d["stats"]),
+            frames=as_stored_blocks([Frame.from_dict(f) for f in d["frames"]], d.get("mask_id")),
+            stats=Stats(**d["stats"]),
             mask_id=d.get("mask_id"), pieces={int(k): v for k, v in d.get("pieces", {}).items()},
             eos_ids=[int(t) for t in (d["eos_ids"] if "eos_ids" in d else _stored_eos(d))], pad_id=d.get("pad_id"),
             schema_error=str(d.get("schema_error") or ""),
         )
+
+
+def block_size_of(mask_id: int | None, config_block_size: int) -> int:
+    """How many positions one Frame.block spans. An autoregressive run (no mask id) decides one
+    token per forward, so each token is a block of one, decided in round 0 (block diffusion with
+    block size 1); a diffusion run's blocks are the config's."""
+    return config_block_size if mask_id is not None else 1
+
+
+def as_stored_blocks(frames: list[Frame], mask_id: int | None) -> list[Frame]:
+    """Frames as this version writes them. Autoregressive frames stored while `block` grouped
+    tokens for display (block = index // block_size, round = index % block_size) become blocks
+    of one: block = the position decided, round 0."""
+    if mask_id is not None:
+        return frames
+    return [dataclasses.replace(f, block=f.committed[-1][0], round=0) if f.committed else f for f in frames]
 
 
 def _stored_eos(d: dict[str, Any]) -> list[int]:

@@ -49,16 +49,14 @@ def generation_row(result: Result, config: GenerationConfig | Mapping[str, Any] 
 
 
 def result_from_row(row: Mapping[str, Any], frames_data: str | None) -> Result:
-    """Rebuild the Result through Result.from_dict, then attach the decoded frames."""
+    """Rebuild the Result through Result.from_dict, the one reader of stored generations."""
     frames = decode_frames(frames_data) if frames_data else []
     # Rows from before the ends column: Result.from_dict infers the EOS id from the frames.
     ends = json.loads(row["ends"]) if row.get("ends") else {}
-    result = Result.from_dict({
+    return Result.from_dict({
         "token_ids": json.loads(row["token_ids"]), "text": row["text"], "frames": [f.to_dict() for f in frames],
         "stats": json.loads(row["stats"]), "mask_id": row["mask_id"], "pieces": json.loads(row["pieces"]), **ends,
     })
-    result.frames = frames
-    return result
 
 
 def tool_call_row(index: int, call: Any) -> dict[str, Any]:

@@ -32,13 +32,20 @@ def test_the_panel_draws_the_eos_fill_as_the_end():
     assert 'role="status" aria-live="polite"' in html
 
 
-def test_ar_traces_group_by_block_size_unless_stored_one_token_per_block():
+def test_an_ar_trace_is_drawn_as_blocks_of_one_whichever_way_it_was_stored():
     from engine.trace import Result, Stats
 
     stats = Stats(nfe=6, new_tokens=6, tokens_per_forward=1.0, seconds=0.1, tokens_per_s=60.0, first_token_s=0.02,
                   stop_reason="length")
-    old = Result(token_ids=[], text="", frames=make_ar_frames(6), stats=stats)        # block = token index
-    assert TraceView.from_result(old, {"gen_length": 6, "block_size": 4}).block_size == 1
-    grouped = [f.__class__(**{**f.to_dict(), "block": i // 4, "round": i % 4}) for i, f in enumerate(old.frames)]
-    new = Result(token_ids=[], text="", frames=grouped, stats=stats)
-    assert TraceView.from_result(new, {"gen_length": 6, "block_size": 4}).block_size == 4
+    now = Result(token_ids=[], text="", frames=make_ar_frames(6), stats=stats)        # block = token index
+    # traces stored while AR frames grouped tokens for display: block = index // 4, round = index % 4
+    grouped = now.to_dict()
+    for i, frame in enumerate(grouped["frames"]):
+        frame.update(block=i // 4, round=i % 4)
+    stored = Result.from_dict(grouped)
+    assert stored.frames == now.frames
+    for result in (now, stored):
+        view = TraceView.from_result(result, {"gen_length": 6, "block_size": 4})
+        assert view.block_size == 1 and view.kind == "autoregressive"
+        html = view.panel("done", upto=2)
+        assert html.count('class="dp-block dp-active"') == 1 and 'class="dp-block dp-active" data-block="2"' in html

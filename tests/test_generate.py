@@ -80,6 +80,8 @@ def test_autoregressive_commits_one_token_per_frame():
     result = run(backend, PROMPT, config(gen_length=16))
     assert [len(f.committed) for f in result.frames] == [1] * 6                # h e l l o <eos>
     assert [f.nfe for f in result.frames] == list(range(1, 7))
+    # each token is its own block of one, decided in its one round (engine.trace.block_size_of)
+    assert [(f.block, f.round) for f in result.frames] == [(i, 0) for i in range(6)]
     assert result.frames[-1].canvas == backend.tokenizer.encode("hello") + [EOS]
     assert result.text == "hello" and result.stats.stop_reason == "eos" and result.stats.new_tokens == 5
     assert result.mask_id is None and backend.step_calls == 5 and backend.fed == backend.tokenizer.encode("hello")

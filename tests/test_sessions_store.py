@@ -61,6 +61,17 @@ def test_round_trip_replays_identical_frames(store):
     assert calls[1]["error_type"] == "wrong_tool" and calls[1]["observation"] is None
 
 
+def test_an_ar_trace_stored_with_display_groups_reads_back_as_blocks_of_one(store):
+    from tests.test_visualizer_traces import make_ar_frames
+
+    frames = make_ar_frames(6)
+    grouped = [dataclasses.replace(f, block=i // 4, round=i % 4) for i, f in enumerate(frames)]
+    result = dataclasses.replace(make_result(), frames=grouped, mask_id=None)
+    cid = store.create_conversation("chat", "AR", model="sprout-ar")
+    store.add_turn(cid, "assistant", result.text, generation=result, config=CONFIG, model="sprout-ar")
+    assert store.get_conversation(cid)["turns"][0]["generation"].frames == frames
+
+
 def test_reopen_keeps_data_and_schema(tmp_path):
     path = tmp_path / "s.db"
     with SessionStore(path) as first:

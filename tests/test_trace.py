@@ -1,11 +1,12 @@
 """engine/trace.py: config validation sentences and the JSON round trips of Frame and Result."""
 
+import dataclasses
 import json
 
 import pytest
 
 from engine.samplers import SAMPLERS
-from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats
+from engine.trace import ConfigError, Frame, GenerationConfig, Result, Stats, block_size_of
 
 
 @pytest.mark.parametrize(
@@ -95,3 +96,21 @@ def test_result_round_trip_through_json():
     again = Result.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again == result
     assert again.pieces[5] == "a" and again.frames[0].committed == [(0, 5, 0.75)]
+
+
+def test_block_size_of_a_frame_block():
+    assert block_size_of(mask_id=2, config_block_size=8) == 8
+    assert block_size_of(mask_id=None, config_block_size=8) == 1      # autoregressive: one token per block
+
+
+def test_stored_ar_frames_read_as_blocks_of_one_and_diffusion_frames_unchanged():
+    grouped = [Frame(nfe=i + 1, block=i // 4, round=i % 4, committed=[(i, 7, 1.0)], canvas=[7] * (i + 1),
+                     elapsed_s=0.01 * i) for i in range(6)]
+    stats = Stats(nfe=6, new_tokens=6, tokens_per_forward=1.0, seconds=0.06, tokens_per_s=100.0,
+                  first_token_s=0.01, stop_reason="length")
+    ar = Result(token_ids=[7] * 6, text="", frames=grouped, stats=stats)
+    again = Result.from_dict(json.loads(json.dumps(ar.to_dict())))
+    assert [(f.block, f.round) for f in again.frames] == [(i, 0) for i in range(6)]
+    assert [f.committed for f in again.frames] == [f.committed for f in grouped]
+    diffusion = dataclasses.replace(ar, mask_id=2)
+    assert Result.from_dict(diffusion.to_dict()).frames == grouped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -14,7 +15,7 @@ from html.parser import HTMLParser
 import pytest
 
 from engine.trace import Frame
-from tests.test_visualizer_traces import CONFIG, PIECES, make_result
+from tests.test_visualizer_traces import CONFIG, PIECES, make_ar_frames, make_result
 from visualizer.grid import visible_piece
 from visualizer.replay import json_for_script, standalone_replay_html
 
@@ -66,6 +67,14 @@ def test_embedded_json_round_trips(page):
     assert [Frame.from_dict(f) for f in payload["frames"]] == result.frames
     assert {int(k): v for k, v in payload["pieces"].items()} == PIECES
     assert payload["gen_length"] == 8 and payload["block_size"] == 4 and payload["mask_id"] == 99
+
+
+def test_an_ar_trace_plays_as_blocks_of_one():
+    from visualizer.replay import trace_payload
+
+    result = dataclasses.replace(make_result(), frames=make_ar_frames(6), mask_id=None)
+    payload = trace_payload(result, {"gen_length": 8, "block_size": 4})
+    assert payload["block_size"] == 1 and [f["block"] for f in payload["frames"]] == list(range(6))
 
 
 def test_script_token_cannot_break_out(page):

@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
 from engine.metrics import LABELS, summary_line
-from engine.trace import GenerationConfig, Result
+from engine.trace import GenerationConfig, Result, block_size_of
 
 from .grid import GRID_CSS, legend_html
 
@@ -93,7 +93,7 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     cfg = _config_dict(config) or {}
     canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
-    block_size = int(cfg.get("block_size") or gen_length)
+    block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length))
     payload = result.to_dict()
     payload.update(gen_length=gen_length, block_size=block_size, round_ms=round_ms(len(result.frames)),
                    labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds")})
