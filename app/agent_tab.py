@@ -45,6 +45,9 @@ from .widgets import (
 AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status")
 CUSTOM = ""                                   # the task choice that means "use the typed instruction"
 DOC_TASKS = (("doc_resume", 1), ("doc_html", 2))
+SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool name once chosen, the argument keys, "
+                 "quotes, braces) into the canvas as soon as it is known, drawn as pre-filled; the model decides "
+                 "only the values, so the call always parses. Off: the model writes every token.")
 
 def benchmark_tasks() -> list[dict[str, Any]]:
     """The held-out agent tasks, then one resume and one page task (answers that are code)."""
@@ -230,6 +233,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
         max_steps = gr.Slider(1, 16, value=8, step=1, label="Step limit", elem_id="agent-max-steps",
                               info="Tool calls the agent may make before the episode ends unfinished.")
         controls = generation_controls("agent", AGENT_DEFAULTS, with_sampling=False, ctx=ctx)
+    scaffold = gr.Checkbox(False, label="Scaffolded tool calls", elem_id="agent-scaffold", info=SCAFFOLD_INFO)
+    controls["scaffold"] = scaffold              # a GenerationConfig switch, read with the settings by name
     with gr.Row():
         run_btn = gr.Button("Run agent", variant="primary", elem_id="run-agent")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="agent-stop")

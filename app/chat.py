@@ -38,6 +38,8 @@ from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns
+from .structured import EXAMPLE_PROMPT, EXAMPLE_TEXT, parse_schema, structured_answer
+from .structured import INFO as SCHEMA_INFO
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
@@ -174,7 +176,11 @@ class ChatHandlers:
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
         try:
+            settings = dict(settings)
+            schema = parse_schema(settings.pop("schema", None))
             config = config_from_settings(settings)
+            if schema is not None:                   # structured output: the engine scaffolds the schema
+                config = config.replace(schema=schema)
             if random_seed or (regenerating and config.temperature > 0):
                 config = config.replace(seed=secrets.randbelow(SEED_RANGE))
         except ConfigError as exc:
@@ -188,7 +194,7 @@ class ChatHandlers:
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
-            turn = ChatTurn(run, config, model, message, history, user)
+            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
@@ -229,8 +235,13 @@ class ChatHandlers:
                 yield updates(panel=LOADING_PANEL, status="")
             with self.ctx.registry.using(model) as backend:
                 turn.backend = backend
-                run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS, text_answers=True,
-                                        on_step=lambda s: r.put("step", s), on_frame=r.frame), name="chat-turn")
+                if turn.structured:                        # one answer in the schema's JSON, no tool calls
+                    run.start(lambda r: structured_answer(backend, context, config, on_step=lambda s: r.put("step", s),
+                                                          on_frame=r.frame), name="chat-turn")
+                else:
+                    run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
+                                            text_answers=True, on_step=lambda s: r.put("step", s),
+                                            on_frame=r.frame), name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", prompt="",
                               scrubber=gr.Slider(visible=False), heatmap=None, commits=None)
                 ended = None
@@ -350,11 +361,17 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
             system = gr.Textbox(label="System prompt (optional)", lines=1,
                                 info="Text the model reads before the conversation; empty uses the model's own.")
+            with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
+                schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
+                                    info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
+                schema_example = gr.Button("Load an example schema (an order) and its prompt", size="sm",
+                                           elem_id="chat-schema-example")
             with gr.Accordion("Generation settings", open=True):
                 random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
                                           elem_id="chat-random-seed",
                                           info="Off: every answer uses the Seed below, so Regenerate repeats it.")
                 controls = generation_controls("chat", DEFAULTS, ctx=ctx)
+                controls["schema"] = schema          # read by the handler with the settings, by name
             export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
             export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,
                                    visible=False)
@@ -392,4 +409,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
+    schema_example.click(lambda: (EXAMPLE_TEXT, EXAMPLE_PROMPT), None, [schema, prompt], api_visibility="private",
+                         **QUIET)
     return {"model": model}

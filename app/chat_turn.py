@@ -14,9 +14,10 @@ from engine.trace import GenerationConfig
 from engine.world.format import EOS, render_call
 from engine.world.tools import FINISH
 
-from .live import TraceView
+from .live import TraceView, markdown_safe
 from .runs import Run
 from .steps import answer_of, chat_entries, chat_messages
+from .structured import shown_json
 
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 MAX_TOOL_STEPS = 8
@@ -26,8 +27,9 @@ class ChatTurn:
     """What one chat turn has so far: the steps done, the generation in progress, its view."""
 
     def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
-                 user: dict[str, Any]) -> None:
+                 user: dict[str, Any], structured: bool = False) -> None:
         self.run, self.config, self.model, self.message = run, config, model, message
+        self.structured = structured              # one answer in a JSON schema's shape (app/structured.py)
         self.history, self.user = history, user
         self.steps: list[Step] = []
         self.backend: Any = None
@@ -53,6 +55,9 @@ class ChatTurn:
         if not self.pending:
             return []
         text = self.view.partial_text(self.backend).lstrip()
+        if self.structured:
+            return [{"role": "assistant", "content": "", "title": "Structured answer (JSON): being written…",
+                     "status": "pending", "shown": ""}]
         if text.startswith(("<tool_call>", "{", "<")):
             return [{"role": "assistant", "content": "", "title": "Tool call: being written…", "status": "pending",
                      "shown": ""}]
@@ -82,7 +87,10 @@ class ChatTurn:
                 if text and not text.lstrip().startswith(("<tool_call>", "{")):
                     out.append({"role": "assistant", "content": "", "shown": f"{text} … (stopped)", "note": True})
                 continue
-            out += chat_entries(s, self._reply(i))
+            entries = chat_entries(s, self._reply(i))
+            if self.structured and answer_of(s) is not None:
+                entries[-1]["shown"] = shown_json(answer_of(s))
+            out += entries
         if answer is None and not self.stopped:
             why = early or f"no answer after {len(self.steps)} tool steps (the limit is {MAX_TOOL_STEPS})"
             out.append({"role": "assistant", "content": "", "shown": f"(The model gave no answer: {why}.)",
@@ -110,6 +118,11 @@ class ChatTurn:
         if generated:   # the whole answer, every generation of it; wall time = what the person waited
             numbers = combined(generated, wall_s=time.perf_counter() - self.run.started)
             parts.append(summary_line(numbers) + (f" · {len(generated)} generations" if len(generated) > 1 else ""))
+        answered = [s.result for s in self.steps if s.result is not None and s.result.stats.stop_reason != "cancelled"]
+        if self.structured and answered:          # the engine's check of the answer against the schema
+            problem = answered[-1].schema_error
+            parts.append(f"does not follow the JSON schema: {markdown_safe(problem)}" if problem
+                         else "follows the JSON schema")
         tools = sum(1 for s in self.steps if s.call is not None and s.call["name"] != FINISH)
         if tools:
             parts.append(f"{tools} tool call(s)")
