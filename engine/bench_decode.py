@@ -1,16 +1,20 @@
 """`python -m engine.bench decode`: decoding speed of one model on a fixed prompt set, and with
---reference the same prompts through the test suite's reference loop of the upstream
-algorithm (tests/reference/), so the engine's overhead over a plain loop is a measured ratio.
+--reference the same prompts through the slow reference loop of the upstream algorithm
+(engine/upstream/), so the engine's overhead over a plain loop is a measured ratio.
 
     python -m engine.bench decode --model random:llada [--decoding fast_dllm_threshold]
         [--reference] [--gen-length 32] [--block-size 16] [--steps 16] [--repeats 3] [--json]
 
-`--model` is a catalog name or folder, or `random:llada`: a randomly initialised bidirectional
-Qwen2 (--hidden 128, --layers 2, the tests' 100-token character tokenizer), built here; `random:`
-models and --reference need the repository's tests/ package (run from the repository root).
-Numbers per run (engine, reference): forwards, new tokens, tokens/forward, seconds, tokens/s,
-summed over the prompts, best of `--repeats` by seconds; overhead = engine s / reference s; and
-whether the two produced the same canvases, round for round.
+`--model` is a catalog name or folder, or `random:NAME` with NAME one of RANDOM_MODELS: a
+randomly initialised Qwen2 (--hidden 128, --layers 2, the tiny character tokenizer of
+engine/upstream/tiny.py) wired as that upstream model is (bidirectional or block-causal, logit
+shift or not), built here. `--decoding` defaults to the one the model follows. Numbers per run
+(engine, reference): forwards, new tokens, tokens/forward, seconds, tokens/s, summed over the
+prompts, best of `--repeats` by seconds; overhead = engine s / reference s, and per forward
+(engine s per forward / reference s per forward: Fast-dLLM v2 upstream decodes
+gen_length // block + P // block blocks, the engine up to the block holding gen_length, so its
+forwards can outnumber the reference's); and whether the engine produced the reference's
+canvases, round for round (for Fast-dLLM v2: the reference's rounds and positions).
 """
 
 from __future__ import annotations
@@ -19,40 +23,127 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-
-import torch
 
 from engine.trace import ConfigError, GenerationConfig
 
 PROMPTS = ("What is two plus two?", "Name a colour.", "Write a short line about the sea, please.",
            "List three fruits", "Say hello")
-RANDOM_FAMILIES = {"llada": "full-attention masked LM, no logit shift (LLaDA / Fast-dLLM v1 loops)"}
-REFERENCE_RULES = {"llada": "llada", "fast_dllm_threshold": "threshold", "fast_dllm_factor": "factor"}
 
 
-def random_backend(family: str, device: str = "cpu", hidden: int = 256, layers: int = 4):
-    """A randomly initialised small model of `family`, wrapped in its backend."""
-    if family not in RANDOM_FAMILIES:
-        raise ValueError(f"Unknown random model family '{family}'; choose one of {', '.join(RANDOM_FAMILIES)}.")
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+@dataclass(frozen=True)
+class RandomModel:
+    """How a random stand-in of an upstream model is wired, and the decoding it follows."""
 
-    import tests.tiny_models as tm
+    description: str
+    causal: bool                        # block-causal (a causal network driven with 4-D masks) or bidirectional
+    logit_shift: bool
+    decoding: str                       # the DECODINGS entry it follows
+    backend_options: tuple[tuple[str, Any], ...] = ()
+
+
+RANDOM_MODELS = {
+    "llada": RandomModel("bidirectional masked LM, no logit shift (LLaDA / Fast-dLLM v1 loops)", False, False,
+                         "llada"),
+    "dream": RandomModel("bidirectional masked LM read with a logit shift (Dream's loop)", False, True, "dream"),
+    "sdar": RandomModel("block-causal LM with a KV cache (SDAR's loop)", True, False, "sdar"),
+    "fast_dllm_v2": RandomModel("block-causal LM with a KV cache, logit shift (Fast-dLLM v2's loop)", True, True,
+                                "fast_dllm_v2"),
+    "llada2": RandomModel("block-causal LM without a cache (LLaDA2.0's loop)", True, False, "llada2",
+                          (("use_cache", False),)),
+}
+
+
+def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: int = 4):
+    """A randomly initialised small model wired as RANDOM_MODELS[name], in its backend."""
+    if name not in RANDOM_MODELS:
+        raise ValueError(f"Unknown random model '{name}'; choose one of {', '.join(RANDOM_MODELS)}.")
     from engine.backends.base import pick_device, pick_dtype
-    from engine.backends.full_attention import FullAttentionBackend
-    from tests.reference.noise import damp_mask_logit
+    from engine.upstream import tiny
+    from engine.upstream.noise import damp_mask_logit
 
-    torch.manual_seed(0)
-    heads = max(1, hidden // 32)
-    config = Qwen2Config(vocab_size=tm.VOCAB_SIZE, hidden_size=hidden, intermediate_size=4 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
-                         max_position_embeddings=1024, is_causal=False, bos_token_id=tm.BOS_ID,
-                         eos_token_id=tm.EOS_ID, pad_token_id=tm.PAD_ID)
+    spec = RANDOM_MODELS[name]
     dev = pick_device(device)
-    model = damp_mask_logit(Qwen2ForCausalLM(config).eval(), tm.MASK_ID).to(dev, pick_dtype(dev))
-    return FullAttentionBackend(model, tm.tiny_tokenizer(), name=f"random:{family}", mask_id=tm.MASK_ID,
-                                logit_shift=False, device=dev)
+    network = tiny.random_qwen2(causal=spec.causal, hidden=hidden, layers=layers, seed=0,
+                                   initializer_range=0.3)   # peaked logits: no near-ties in the rankings
+    model = damp_mask_logit(network, tiny.MASK_ID).to(dev, pick_dtype(dev))
+    common = {"name": f"random:{name}", "mask_id": tiny.MASK_ID, "logit_shift": spec.logit_shift, "device": dev}
+    if spec.causal:
+        from engine.backends.block_causal import BlockCausalBackend
 
+        return BlockCausalBackend(model, tiny.tiny_tokenizer(), mask_style="additive", **common,
+                                  **dict(spec.backend_options))
+    from engine.backends.full_attention import FullAttentionBackend
+
+    return FullAttentionBackend(model, tiny.tiny_tokenizer(), **common)
+
+
+# --------------------------------------------------------------------------- reference loops
+
+def _llada(rule: str) -> Callable[..., list[list[int]]]:
+    def decode(model, prompt, config, mask_id):
+        from engine.upstream import llada
+
+        return llada.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, block=config.block_size,
+                            steps=config.steps, temperature=config.temperature, seed=config.seed, rule=rule,
+                            threshold=config.threshold, factor=config.factor)
+    return decode
+
+
+def _dream(model, prompt, config, mask_id):
+    from engine.upstream import dream
+
+    return dream.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, steps=config.steps,
+                        temperature=config.temperature, top_p=config.top_p, seed=config.seed)
+
+
+def _sdar(model, prompt, config, mask_id):
+    from engine.upstream import sdar
+
+    canvases, _rewrote = sdar.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length,
+                                     block=config.block_size, steps=config.steps, temperature=config.temperature,
+                                     threshold=config.threshold, seed=config.seed)
+    return canvases                     # the benchmark's k never exceeds the masks left: no rewrite
+
+
+def _fast_dllm_v2(model, prompt, config, mask_id):
+    from engine.upstream import fast_dllm_v2
+
+    return fast_dllm_v2.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length,
+                               block=config.block_size, small=config.sub_block_size,
+                               temperature=config.temperature, threshold=config.threshold, seed=config.seed,
+                               top_p=config.top_p)
+
+
+def _llada2(model, prompt, config, mask_id):
+    from engine.upstream import llada2
+
+    return llada2.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, block=config.block_size,
+                         steps=config.steps, temperature=config.temperature, threshold=config.threshold,
+                         seed=config.seed)
+
+
+# The reference loop of each DECODINGS entry, on (model, prompt ids, config, mask id).
+REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
+    "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
+    "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2,
+}
+# Upstream decodes fewer blocks than the engine (see the module docstring): compare its rounds only.
+PREFIX_ONLY = ("fast_dllm_v2",)
+
+
+def same_rounds(ours: list[list[int]], theirs: list[list[int]], prefix: bool) -> bool:
+    """The engine's canvases equal the reference's, round for round; with `prefix`, the
+    reference's rounds and positions only."""
+    if not prefix:
+        return ours == theirs
+    width = len(theirs[0]) if theirs else 0
+    return len(ours) >= len(theirs) and [c[:width] for c in ours[:len(theirs)]] == theirs
+
+
+# --------------------------------------------------------------------------- timing
 
 def _engine_run(backend, prompts: list[list[int]], config: GenerationConfig) -> tuple[dict[str, Any], list]:
     from engine.generate import run
@@ -68,18 +159,17 @@ def _engine_run(backend, prompts: list[list[int]], config: GenerationConfig) -> 
 
 
 def _reference_run(backend, prompts: list[list[int]], config: GenerationConfig,
-                   rule: str) -> tuple[dict[str, Any], list]:
-    from tests.reference import llada as reference
+                   decoding: str) -> tuple[dict[str, Any], list]:
+    from engine.metrics import Ends
 
+    reference, ends = REFERENCES[decoding], Ends.of(backend)
     canvases, nfe, tokens = [], 0, 0
     started = time.perf_counter()
     for prompt in prompts:
-        rounds = reference.decode(backend.model, prompt, mask_id=backend.mask_id, gen_length=config.gen_length,
-                                  block=config.block_size, steps=config.steps, temperature=config.temperature,
-                                  seed=config.seed, rule=rule, threshold=config.threshold, factor=config.factor)
+        rounds = reference(backend.model, prompt, config, backend.mask_id)
         canvases.append(rounds)
         nfe += len(rounds)
-        tokens += sum(1 for t in rounds[-1] if t != backend.mask_id)
+        tokens += len(ends.answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts
     return _numbers(nfe, tokens, time.perf_counter() - started), canvases
 
 
@@ -88,24 +178,34 @@ def _numbers(nfe: int, tokens: int, seconds: float) -> dict[str, Any]:
             "seconds": round(seconds, 4), "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else 0.0}
 
 
-def benchmark(backend, config: GenerationConfig, *, reference_rule: str | None, repeats: int) -> dict[str, Any]:
-    """Best-of-`repeats` numbers for the engine (and the reference), runs interleaved."""
+def benchmark(backend, config: GenerationConfig, *, reference: str | None, repeats: int) -> dict[str, Any]:
+    """Best-of-`repeats` numbers for the engine (and the reference loop of the DECODINGS entry
+    `reference`), runs interleaved, each going first in every other repeat (a shared CPU drifts)."""
     prompts = [backend.encode_chat([{"role": "user", "content": text}]) for text in PROMPTS]
     _engine_run(backend, prompts[:1], config)                                   # warm-up
+    if reference:
+        _reference_run(backend, prompts[:1], config, reference)
     best: dict[str, dict[str, Any]] = {}
     same = None
-    for _ in range(repeats):
-        runs = {"engine": _engine_run(backend, prompts, config)}
-        if reference_rule:
-            runs["reference"] = _reference_run(backend, prompts, config, reference_rule)
-            same = runs["engine"][1] == runs["reference"][1]
+    for repeat in range(repeats):
+        runs = {}
+        if reference and repeat % 2:                                           # alternate who runs first
+            runs["reference"] = _reference_run(backend, prompts, config, reference)
+        runs["engine"] = _engine_run(backend, prompts, config)
+        if reference:
+            runs.setdefault("reference", _reference_run(backend, prompts, config, reference))
+            same = all(same_rounds(ours, theirs, reference in PREFIX_ONLY)
+                       for ours, theirs in zip(runs["engine"][1], runs["reference"][1]))
         for name, (numbers, _) in runs.items():
             if name not in best or numbers["seconds"] < best[name]["seconds"]:
                 best[name] = numbers
     report: dict[str, Any] = {"model": backend.name, "device": str(backend.device), "prompts": len(prompts),
-                              "config": config.to_dict(), "repeats": repeats, **best}
-    if reference_rule:
-        report["overhead"] = round(best["engine"]["seconds"] / best["reference"]["seconds"], 3)
+                              "decoding": reference, "config": config.to_dict(), "repeats": repeats, **best}
+    if reference:
+        engine, ref = best["engine"], best["reference"]
+        report["overhead"] = round(engine["seconds"] / ref["seconds"], 3)
+        report["overhead_per_forward"] = round(engine["seconds"] / engine["forwards"]
+                                               / (ref["seconds"] / ref["forwards"]), 3)
         report["same_canvases"] = same
     return report
 
@@ -118,22 +218,43 @@ def table(report: dict[str, Any]) -> str:
         if name in report:
             lines.append(f"{name:10}" + "".join(f"{report[name][k]:>20}" for k in keys))
     if "overhead" in report:
-        lines.append(f"overhead (engine s / reference s): {report['overhead']} · same canvases: "
-                     f"{report['same_canvases']}")
+        lines.append(f"overhead (engine s / reference s): {report['overhead']} · per forward: "
+                     f"{report['overhead_per_forward']} · same canvases: {report['same_canvases']}")
     return "\n".join(lines)
+
+
+def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int,
+                  temperature: float | None) -> GenerationConfig:
+    """The GenerationConfig of a DECODINGS entry at these sizes. Dream decodes the whole canvas
+    as one block; Fast-dLLM v2's sub-blocks are at most a block; LLaDA2's "temperature 0" samples
+    at 1 (its reference does), so its default is 1."""
+    from engine.catalog import DECODINGS
+
+    if decoding not in DECODINGS:
+        raise ValueError(f"Unknown decoding '{decoding}'; choose one of {', '.join(DECODINGS)}.")
+    if temperature is None:
+        temperature = 1.0 if decoding == "llada2" else 0.0
+    settings = dict(DECODINGS[decoding].settings)
+    if decoding == "dream":
+        block_size = gen_length
+    if settings.get("sub_block_size", 0) > block_size:                        # sub-blocks tile a block
+        settings["sub_block_size"] = block_size
+    return GenerationConfig(**{**settings, "gen_length": gen_length, "block_size": block_size, "steps": steps,
+                               "temperature": temperature, "stop_on_eos": False})
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine.bench decode", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="catalog name, folder, or random:llada")
-    p.add_argument("--decoding", default="fast_dllm_threshold", help="a catalog DECODINGS name (the upstream rules)")
+    p.add_argument("--model", required=True, help=f"catalog name, folder, or random:NAME ({', '.join(RANDOM_MODELS)})")
+    p.add_argument("--decoding", help="a catalog DECODINGS name (the upstream rules); default: the one the model "
+                                      "follows")
     p.add_argument("--reference", action="store_true", help="also run the reference loop and give the overhead")
     p.add_argument("--hidden", type=int, default=128, help="random models: hidden size")
     p.add_argument("--layers", type=int, default=2, help="random models: layers")
     p.add_argument("--gen-length", type=int, default=32)
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--steps", type=int, default=16)
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--temperature", type=float, help="default 0 (LLaDA2: 1, its reference's 0)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", action="store_true")
@@ -142,30 +263,27 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from engine.catalog import DECODINGS, load_backend
+    from engine.catalog import load_backend, resolve
 
     try:
-        if args.decoding not in DECODINGS:
-            raise ValueError(f"Unknown decoding '{args.decoding}'; choose one of {', '.join(DECODINGS)}.")
         if args.repeats < 1:
             raise ValueError(f"--repeats must be at least 1, got {args.repeats}.")
-        config = GenerationConfig(**{**DECODINGS[args.decoding].settings, "gen_length": args.gen_length,
-                                     "block_size": args.block_size, "steps": args.steps,
-                                     "temperature": args.temperature, "stop_on_eos": False})
-        rule = REFERENCE_RULES.get(args.decoding) if args.reference else None
-        if args.reference and rule is None:
-            raise ValueError(f"No reference loop for the '{args.decoding}' decoding yet.")
-        if args.model.startswith("random:"):
-            backend = random_backend(args.model.partition(":")[2], args.device, args.hidden, args.layers)
+        random_name = args.model.partition(":")[2] if args.model.startswith("random:") else None
+        if random_name is not None and random_name not in RANDOM_MODELS:
+            raise ValueError(f"Unknown random model '{random_name}'; choose one of {', '.join(RANDOM_MODELS)}.")
+        decoding = args.decoding or (RANDOM_MODELS[random_name].decoding if random_name
+                                     else resolve(args.model).follows)
+        if decoding is None:
+            raise ValueError(f"{args.model} follows no upstream decoding: name one with --decoding.")
+        config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
+                               temperature=args.temperature)
+        if random_name is not None:
+            backend = random_backend(random_name, args.device, args.hidden, args.layers)
         else:
             backend = load_backend(args.model, args.device)
-        report = benchmark(backend, config, reference_rule=rule, repeats=args.repeats)
+        report = benchmark(backend, config, reference=decoding if args.reference else None, repeats=args.repeats)
     except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as error:
-        print(f"error: {error.name} is missing: random models and --reference need the repository's tests/ "
-              f"package; run from the repository root.", file=sys.stderr)
         return 2
     except RuntimeError as error:                                              # BackendError: a sentence
         print(f"error: {error}", file=sys.stderr)

@@ -78,17 +78,19 @@ def run(
             on_frame(frame)
         if should_stop is not None and should_stop():
             frames.close()
-            return summarize(backend, seen, time.perf_counter() - started, "cancelled")
+            return summarize(backend, seen, time.perf_counter() - started, "cancelled", config.gen_length)
 
 
-def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str) -> Result:
+def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, length: int | None = None) -> Result:
     """The Result of a (possibly partial) list of frames; everything is derived from them.
 
-    token_ids = the answer ids of the last canvas (engine/metrics.py: cut at the first EOS, pad
-    and mask ids dropped); every number comes from `metrics.numbers`, model time being the
-    last frame's clock. `seconds` is the wall time of the generation as its caller saw it.
+    token_ids = the answer ids of the last canvas (engine/metrics.py: cut at the first EOS and at
+    `length`, pad and mask ids dropped); every number comes from `metrics.numbers`, model time
+    being the last frame's clock. `seconds` is the wall time of the generation as its caller saw it.
+    With aligned blocks the canvas runs on to the end of the last block, as upstream decodes it,
+    so the generation length cuts the answer: it never holds more than gen_length tokens.
     """
-    ends = Ends.of(backend)
+    ends = Ends.of(backend, length)
     token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
     stats = numbers(frames, ends, stop_reason, wall_s=seconds)
     mask_id = ends.mask_id
@@ -171,11 +173,11 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
     current = canvas[0, span]                                                  # view
     masked = current == backend.mask_id
     chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
-    conf = confidence(probs, tokens)
-    current[chosen] = tokens[chosen]
-    picked = chosen.nonzero()[:, 0].tolist()
-    toks, confs = tokens[chosen].tolist(), conf[chosen].tolist()
-    return [(span.start + i, t, c) for i, t, c in zip(picked, toks, confs)]
+    picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
+    toks = tokens[picked]
+    current[picked] = toks
+    confs = probs[picked, toks]                                                # c_i = p_i[x_i]
+    return [(span.start + i, t, c) for i, t, c in zip(picked.tolist(), toks.tolist(), confs.tolist())]
 
 
 @torch.inference_mode()
@@ -234,7 +236,7 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
             round_index += 1
         if stop_reason == "eos":
             break
-    return summarize(backend, frames, clock.wall(), stop_reason)
+    return summarize(backend, frames, clock.wall(), stop_reason, config.gen_length)
 
 
 # --------------------------------------------------------------------------- autoregressive
@@ -276,7 +278,7 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
             break
         if i + 1 < config.gen_length:
             logits = _ar_step(backend, token)
-    return summarize(backend, frames, clock.wall(), stop_reason)
+    return summarize(backend, frames, clock.wall(), stop_reason, config.gen_length)
 
 
 if __name__ == "__main__":   # the CLI is engine/cli.py; this name keeps working

@@ -54,15 +54,17 @@ class Ends:
     eos_ids: frozenset[int]
     pad_id: int | None = None
     mask_id: int | None = None
+    length: int | None = None           # the generation length: aligned blocks run the canvas past it
 
     @classmethod
-    def of(cls, backend: Any) -> Ends:
+    def of(cls, backend: Any, length: int | None = None) -> Ends:
         mask = backend.mask_id if getattr(backend, "kind", "") == "diffusion" else None
-        return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask)
+        return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask, length)
 
     def cut(self, canvas: Sequence[int]) -> int:
-        """Index of the first EOS in the canvas (its length when there is none)."""
-        return next((i for i, t in enumerate(canvas) if t in self.eos_ids), len(canvas))
+        """Index of the first EOS in the canvas (its length when there is none), at most `length`."""
+        end = len(canvas) if self.length is None else min(len(canvas), self.length)
+        return next((i for i, t in enumerate(canvas[:end]) if t in self.eos_ids), end)
 
     def answer_positions(self, canvas: Sequence[int]) -> list[int]:
         """Positions that hold an answer token: before the first EOS, not pad, not mask."""

@@ -1,30 +1,39 @@
-"""The decode benchmark CLI runs end to end on a very small random model (not a timing test)."""
+"""The decode benchmark CLI runs end to end on very small random models (not a timing test)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine import bench
+from engine.bench_decode import PROMPTS, RANDOM_MODELS, same_rounds
 
 
-def test_decode_benchmark_reports_engine_and_reference(capsys):
-    code = bench.main(["decode", "--model", "random:llada", "--hidden", "32", "--layers", "1", "--gen-length", "8",
+@pytest.mark.parametrize("model", sorted(RANDOM_MODELS))
+def test_decode_benchmark_reports_engine_and_reference(capsys, model):
+    code = bench.main(["decode", "--model", f"random:{model}", "--hidden", "32", "--layers", "1", "--gen-length", "8",
                        "--block-size", "4", "--steps", "4", "--repeats", "1", "--reference", "--json"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
+    assert report["decoding"] == RANDOM_MODELS[model].decoding
     assert report["same_canvases"] is True
     for run in ("engine", "reference"):
-        assert report[run]["forwards"] >= 2 * len(bench_prompts())
-        assert report[run]["new_tokens"] == 8 * len(bench_prompts())
-    assert report["overhead"] > 0
+        assert report[run]["forwards"] >= len(PROMPTS)
+        assert 0 < report[run]["new_tokens"] <= 8 * len(PROMPTS)      # never more than gen_length each
+    assert report["overhead"] > 0 and report["overhead_per_forward"] > 0
 
 
-def test_unknown_decoding_is_a_sentence(capsys):
+def test_same_rounds_compares_every_round_or_the_references_prefix():
+    assert same_rounds([[1, 2], [3, 4]], [[1, 2], [3, 4]], prefix=False)
+    assert not same_rounds([[1, 2], [3, 4], [5, 6]], [[1, 2], [3, 4]], prefix=False)
+    assert same_rounds([[1, 2, 9], [3, 4, 9], [5, 6, 7]], [[1, 2], [3, 4]], prefix=True)
+    assert not same_rounds([[1, 2, 9], [3, 5, 9]], [[1, 2], [3, 4]], prefix=True)
+    assert not same_rounds([[1, 2]], [[1, 2], [3, 4]], prefix=True)
+
+
+def test_unknown_decoding_or_model_is_a_sentence(capsys):
     assert bench.main(["decode", "--model", "random:llada", "--decoding", "nope"]) == 2
     assert "Unknown decoding 'nope'" in capsys.readouterr().err
-
-
-def bench_prompts():
-    from engine.bench_decode import PROMPTS
-
-    return PROMPTS
+    assert bench.main(["decode", "--model", "random:nope"]) == 2
+    assert "Unknown random model 'nope'" in capsys.readouterr().err

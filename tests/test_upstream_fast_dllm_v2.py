@@ -1,4 +1,4 @@
-"""The engine decodes as Fast-dLLM v2's own loop does (tests/reference/fast_dllm_v2.py): same
+"""The engine decodes as Fast-dLLM v2's own loop does (engine/upstream/fast_dllm_v2.py): same
 tiny random block-causal model read with a logit shift, same prompt, matched noise, the canvas
 compared after every round."""
 
@@ -12,8 +12,8 @@ from engine.backends.block_causal import BlockCausalBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
-from tests.reference import fast_dllm_v2 as reference
-from tests.reference.noise import damp_mask_logit
+from engine.upstream import fast_dllm_v2 as reference
+from engine.upstream.noise import damp_mask_logit
 
 # 3 and 5 tokens (inside the first block), 16 (whole blocks: a greedy first token), 11 (a tail)
 PROMPTS = ([17, 40, 61], [9, 70, 31, 52, 13], list(range(20, 36)), list(range(40, 51)))

@@ -9,48 +9,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
-SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>", "<mask>")
-CHARS = ("\n",) + tuple(chr(c) for c in range(32, 126))   # newline + printable ASCII but "~": 95
-VOCAB_SIZE = len(SPECIAL_TOKENS) + len(CHARS)         # 100
-PAD_ID, UNK_ID, BOS_ID, EOS_ID, MASK_ID = range(5)
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<bos>{{ m['role'] }}: {{ m['content'] }}<eos>{% endfor %}"
-    "{% if add_generation_prompt %}<bos>assistant: {% endif %}"
+from engine.upstream.tiny import (  # noqa: F401  (the tests read them from here)
+    BOS_ID,
+    CHARS,
+    CHAT_TEMPLATE,
+    EOS_ID,
+    MASK_ID,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    UNK_ID,
+    VOCAB_SIZE,
+    random_qwen2,
+    tiny_tokenizer,
 )
 
 
-def tiny_tokenizer(chat_template: bool = True):
-    """Char-level PreTrainedTokenizerFast, 100 ids, specials first (pad 0 ... mask 4)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARS)}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    core.decoder = decoders.Fuse()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>",
-        eos_token="<eos>", mask_token="<mask>", clean_up_tokenization_spaces=False,
-    )
-    if chat_template:
-        tok.chat_template = CHAT_TEMPLATE
-    return tok
-
-
 def _qwen2(causal: bool, seed: int, attn: str):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        bos_token_id=BOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID, is_causal=causal,
-        initializer_range=0.5,  # large weights: logits far apart, so argmax ties never happen
-    )
-    config._attn_implementation = attn
-    return Qwen2ForCausalLM(config).eval()
+    # large weights (initializer_range 0.5): logits far apart, so argmax ties never happen
+    return random_qwen2(causal=causal, hidden=32, layers=2, seed=seed, heads=4, kv_heads=2, intermediate=64,
+                        initializer_range=0.5, attn=attn, max_positions=256)
 
 
 def tiny_masked_lm(seed: int = 0, attn: str = "sdpa"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,8 +38,16 @@ def format_mask(allowed: torch.Tensor, style: str, dtype: torch.dtype) -> torch.
     raise BackendError(f"Unknown attention mask style {style!r}; use 'additive' or 'bool'.")
 
 
-def _forward_params(model: torch.nn.Module) -> set[str]:
-    return set(inspect.signature(model.forward).parameters)
+_PARAMS: weakref.WeakKeyDictionary[torch.nn.Module, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _forward_params(model: torch.nn.Module) -> frozenset[str]:
+    """The names model.forward takes, read once per model (inspect.signature costs about as
+    much as the rest of a decode round's bookkeeping)."""
+    params = _PARAMS.get(model)
+    if params is None:
+        params = _PARAMS[model] = frozenset(inspect.signature(model.forward).parameters)
+    return params
 
 
 def new_cache() -> Any:

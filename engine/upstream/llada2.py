@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.reference.noise import uniforms
+from engine.upstream.noise import uniforms
 
 
 def _additive(allowed: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.reference.noise import uniforms
+from engine.upstream.noise import uniforms
 
 
 def _num_transfer_tokens(masked: int, steps: int) -> list[int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.reference.noise import uniforms
+from engine.upstream.noise import uniforms
 
 
 def _top_p(logits: torch.Tensor, top_p: float) -> torch.Tensor:

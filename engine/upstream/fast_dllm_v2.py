@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from tests.reference.noise import uniforms
+from engine.upstream.noise import uniforms
 
 
 def _additive(allowed: torch.Tensor) -> torch.Tensor:
