@@ -178,7 +178,8 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
 
     if task.get("domain") == "document":  # one plain-text reply, checked
         t0 = time.perf_counter()
-        text, result = _generate(backend, messages, config, on_frame, generate_fn)
+        # a document is plain text: no tool-call scaffold
+        text, result = _generate(backend, messages, config.replace(scaffold=False), on_frame, generate_fn)
         transcript.final_answer = _assistant_text(text)
         record(Step(text, None, None, None, result, time.perf_counter() - t0))
         messages.append({"role": "assistant", "content": transcript.final_answer})

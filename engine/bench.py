@@ -17,6 +17,11 @@ outside-the-world requests) or `words` (training frames with held-out synonyms; 
 `groups` then gives success per kind of task, and for outside-the-world tasks the attempts
 that called a tool.
 
+`--scaffold` runs every model twice in the same interleaved run, as it is and scaffolded
+(engine/scaffold/: the call's fixed text written by the registry's schema; jump-forward for an
+AR model), each with `forwards_per_call` (forwards per generated reply) and `scaffold`;
+`median_ratio_scaffold` is A scaffolded / B scaffolded.
+
 `--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
 is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
 looking at a benchmark.
@@ -72,6 +77,7 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         per_task.setdefault(task_id, []).append(t.success)
     seconds = [t.seconds for _, t in episodes]
     nfe = sum(t.nfe for _, t in episodes)
+    calls = [s.result.stats.nfe for _, t in episodes for s in t.steps if s.result is not None]
     successes = sum(t.success for _, t in episodes)
     errors = Counter(t.error_type for _, t in episodes if not t.success)
     return {
@@ -82,41 +88,58 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         "p90_task_s": percentile(seconds, 90) if seconds else 0.0,
         "mean_nfe": nfe / len(episodes) if episodes else 0.0,
         "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
+        "forwards_per_call": sum(calls) / len(calls) if calls else 0.0,   # forwards per generated reply
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
     }
 
 
 def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
                         config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
-                        system: str | None = "auto", warmup: bool = True,
+                        system: str | None = "auto", warmup: bool = True, scaffold: bool = False,
                         progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run every task `attempts` times on every backend, interleaved; the first name is A,
-    the second (if any) the baseline B."""
+    the second (if any) the baseline B. With `scaffold`, every backend runs twice, as it is and
+    scaffolded ("<name> (scaffold)": engine/scaffold/, jump-forward for AR), all in one
+    interleaved run; `median_ratio_scaffold` is then A scaffolded / B scaffolded."""
     if not backends:
         raise ValueError("Give at least one backend to benchmark.")
     if not tasks or attempts < 1:
         raise ValueError("Give at least one task and one attempt.")
-    names = list(backends)
+    runs = {name: (backend, config.replace(scaffold=False)) for name, backend in backends.items()}
+    if scaffold:
+        runs.update({f"{name} (scaffold)": (backend, config.replace(scaffold=True))
+                     for name, backend in backends.items()})
+    names = list(runs)
     if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
         for name in names:
-            run_episode(backends[name], tasks[0], config, max_steps=max_steps, system=system)
+            run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system)
     episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
     total, done = len(tasks) * attempts * len(names), 0
     for task in tasks:
         for attempt in range(attempts):
-            seeded = config.replace(seed=config.seed + attempt)
             for name in (names if attempt % 2 == 0 else names[::-1]):
-                transcript = run_episode(backends[name], task, seeded, max_steps=max_steps, system=system)
+                backend, run_config = runs[name]
+                transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
+                                         max_steps=max_steps, system=system)
                 episodes[name].append((task["id"], transcript))
                 done += 1
                 if progress is not None:
                     progress(done, total)
-    models = {name: summarize(episodes[name]) for name in names}
-    ratio = None
-    if len(names) > 1 and models[names[1]]["median_task_s"] > 0:
-        ratio = models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
-    return {"models": models, "median_ratio": ratio, "tasks": len(tasks), "attempts": attempts,
-            "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names}}
+    models = {name: {**summarize(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
+    plain = list(backends)
+    report = {"models": models, "median_ratio": _ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
+              "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
+              "scaffold": scaffold}
+    if scaffold:
+        report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
+    return report
+
+
+def _ratio(models: dict[str, dict[str, Any]], names: list[str]) -> float | None:
+    """median task seconds of the first name / that of the second."""
+    if len(names) < 2 or models[names[1]]["median_task_s"] <= 0:
+        return None
+    return models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
 
 
 def by_group(tasks: list[dict[str, Any]], episodes: list[tuple[str, Transcript]]) -> dict[str, dict[str, int]]:
@@ -150,14 +173,15 @@ def progress_bar(width: int = 30) -> Callable[[int, int], None]:
 def table(report: dict[str, Any]) -> str:
     # tokens per forward labelled as in every view (engine/metrics.py LABELS)
     head = (f"{'model':<28} {'success':>9} {'pass^3':>7} {'median s':>9} {'p90 s':>8} {'NFE':>7} "
-            f"{LABELS['tokens_per_forward']:>18}  errors")
+            f"{LABELS['tokens_per_forward']:>18} {'fwd/call':>8}  errors")
     rows = [head, "-" * len(head)]
     for name, m in report["models"].items():
         p3 = "-" if m["pass_hat_3"] is None else f"{m['pass_hat_3']:.3f}"
         errors = ", ".join(f"{k} {v}" for k, v in m["errors"].items()) or "none"
         label = name if len(name) <= 28 else "..." + name[-25:]
         rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
-                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>18.2f}  {errors}")
+                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>18.2f} "
+                    f"{m.get('forwards_per_call', 0.0):>8.2f}  {errors}")
     for name, groups in report.get("groups", {}).items():
         if len(groups) > 1:
             label = name if len(name) <= 28 else "..." + name[-25:]
@@ -168,6 +192,9 @@ def table(report: dict[str, Any]) -> str:
         rows.append(f"tasks: {report['task_set']}, {report['tasks']} x {report['attempts']} attempts")
     if report["median_ratio"] is not None:
         rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
+    if report.get("median_ratio_scaffold") is not None:
+        rows.append(f"median task time ratio, both scaffolded (A / B jump-forward): "
+                    f"{report['median_ratio_scaffold']:.3f}")
     return "\n".join(rows)
 
 
@@ -206,6 +233,9 @@ def _parser() -> argparse.ArgumentParser:
     task_set.add_argument("--validation", type=int, metavar="N",
                           help="N validation tasks (held-out values, none of the benchmark's) instead")
     agent.add_argument("--no-warmup", action="store_true")
+    agent.add_argument("--scaffold", action="store_true",
+                       help="run every model twice in one interleaved run: as it is, and scaffolded (engine/scaffold/; "
+                            "an AR model with jump-forward)")
     for key in ("gen_length", "block_size", "steps", "seed"):
         agent.add_argument(f"--{key.replace('_', '-')}", type=int, default=getattr(DEFAULT_CONFIG, key))
     agent.add_argument("--sampler", default=DEFAULT_CONFIG.sampler)
@@ -248,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.baseline, args.device)
         system = None if args.system == "none" else args.system
         report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
-                                     system=system, warmup=not args.no_warmup, progress=progress_bar())
+                                     system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
+                                     progress=progress_bar())
         named = "" if args.task_set == "templates" else f"{args.task_set} "
         report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
                               else args.tasks_file or f"{named or 'held-out '}benchmark")

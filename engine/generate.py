@@ -51,7 +51,15 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
             f"or the generation length."
         )
     if getattr(backend, "remote", False):      # served elsewhere (engine/backends/remote.py)
+        if config.scaffolded:
+            raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
+                              "turn scaffolded decoding off or pick a local model.")
         return backend.stream(prompt, config)
+    if config.scaffolded:                      # fixed text written by the schema, values decoded (engine/scaffold/)
+        from engine.scaffold.diffusion import generate_scaffolded
+        from engine.scaffold.jump import generate_jump_forward
+
+        return (generate_scaffolded if backend.kind == "diffusion" else generate_jump_forward)(backend, prompt, config)
     if backend.kind == "diffusion":
         return _diffusion(backend, prompt, config)
     if backend.kind == "autoregressive":

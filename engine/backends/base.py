@@ -60,6 +60,9 @@ class AutoregressiveBackend(Backend, Protocol):
     def step(self, token_id: int) -> torch.Tensor:
         """Append one token -> logits (1, V) for the next one."""
 
+    # Optional: `extend(ids) -> logits (1, V)` appends several known tokens in one forward
+    # (scaffolded decoding's jump-forward, engine/scaffold/jump.py); without it they go one `step` each.
+
 
 def pick_device(name: str = "auto") -> torch.device:
     """`auto` = cuda > mps > cpu; `cuda:N` picks one GPU."""

@@ -48,3 +48,12 @@ class CausalLMBackend(HFTextMixin):
         x = torch.tensor([[int(token_id)]], dtype=torch.long, device=self.device)    # (1, 1)
         logits, self.cache = call_model(self.model, x, cache=self.cache)            # (1, 1, V)
         return logits[:, -1].float()                                                 # (1, V)
+
+    def extend(self, ids: list[int]) -> torch.Tensor:
+        """Append several known tokens in one forward (jump-forward) -> logits (1, V) for the next."""
+        if self.cache is None:
+            raise BackendError("extend was called before prefill: start a generation with prefill(prompt_ids).")
+        self._check_length(cache_length(self.cache) + len(ids))
+        x = torch.tensor([[int(t) for t in ids]], dtype=torch.long, device=self.device)  # (1, n)
+        logits, self.cache = call_model(self.model, x, cache=self.cache)            # (1, n, V)
+        return logits[:, -1].float()                                                 # (1, V)

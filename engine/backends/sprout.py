@@ -85,6 +85,12 @@ class SproutARBackend(_SproutText):
         self.cache, logits = self.model.commit(self._ids([token_id]), self.cache)
         return logits[:, -1]                                                       # (1, V)
 
+    @torch.inference_mode()
+    def extend(self, ids: list[int]) -> torch.Tensor:
+        """Append several known tokens in one forward (jump-forward) -> logits (1, V) for the next."""
+        self.cache, logits = self.model.commit(self._ids(list(ids)), self.cache)   # (1, n, V)
+        return logits[:, -1]                                                       # (1, V)
+
 
 def load(path: str | Path, device: str = "auto"):
     """A Sprout folder -> the backend of its twin (config `causal` picks AR or diffusion)."""

@@ -7,7 +7,7 @@ decides only the values (docs/ARCHITECTURE.md, "Scaffolded decoding").
     tokens.py    the automaton over a tokenizer's pieces: forced token runs, allowed candidates
     diffusion.py scaffolded block-diffusion decoding (one Frame per forward)
     jump.py      the autoregressive counterpart: forced text appended in one forward (jump-forward)
-    tools.py     the registry's tool calls as one schema; validation of a finished answer
+    target.py    what is written (a registry tool call, or a schema's value) and the check of the answer
 
 This module imports nothing, so engine.trace can check a schema without loading torch.
 """

@@ -45,29 +45,29 @@ class SchemaError(ValueError):
     """A schema the scaffold cannot lay out; the message is a sentence for a person."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # compared by identity: hashing a deep shape each step is slow
 class Lit:
     text: str                                   # fixed text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Alt:
     options: tuple[Any, ...]                    # exactly one is written
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Seq:
     items: tuple[Any, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Str:
     min_chars: int
     max_chars: int                              # the slot's budget
     pattern: str | None                         # JSON Schema pattern (a search, not anchored)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Int:
     low: int                                    # inclusive bounds
     high: int
@@ -77,7 +77,7 @@ class Int:
         return max(len(str(self.low)), len(str(self.high)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Num:
     low: float | None
     high: float | None
@@ -86,12 +86,12 @@ class Num:
     max_chars: int = NUMBER_CHARS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Obj:
     keys: tuple[tuple[str, Any, bool], ...]     # (key, value shape, required), in schema order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Arr:
     item: Any
     min_items: int
@@ -151,8 +151,9 @@ class _Compiler:
                               f"{', '.join(KEYWORDS)}, an enum or a const.")
         unknown = sorted(k for k in schema if k not in KEYWORDS[kind] and k not in ANNOTATIONS)
         if unknown:
+            usable = ", ".join(sorted(KEYWORDS[kind] - {"type"}))
             raise SchemaError(f"The scaffold cannot follow {', '.join(map(str, unknown[:3]))} in the {kind} "
-                              f"schema {_where(path)}; remove it or use {', '.join(sorted(KEYWORDS[kind] - {'type'}))}.")
+                              f"schema {_where(path)}; remove it or use {usable}.")
         return getattr(self, f"_{kind}")(schema, path, depth)
 
     def choice(self, schema: dict[str, Any], key: str, path: str, depth: int) -> Any:
@@ -239,7 +240,8 @@ class _Compiler:
         low, high = schema.get("minItems", 0), schema.get("maxItems", max(ARRAY_ITEMS, schema.get("minItems", 0)
                                                                           if _whole(schema.get("minItems")) else 0))
         if not (_whole(low) and _whole(high) and 0 <= low <= high):
-            raise SchemaError(f"The minItems and maxItems {_where(path)} must be whole numbers with minItems <= maxItems.")
+            raise SchemaError(f"The minItems and maxItems {_where(path)} must be whole numbers with "
+                              "minItems <= maxItems.")
         if "items" not in schema:
             raise SchemaError(f"The array {_where(path)} needs an items schema so the scaffold knows what to write.")
         return Arr(self.shape(schema["items"], f"{path}/items", depth + 1), low, min(high, max(low, 4 * ARRAY_ITEMS)))

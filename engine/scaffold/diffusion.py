@@ -1,0 +1,173 @@
+"""Scaffolded block-diffusion decoding: the answer's fixed text goes into the canvas as soon as
+it is determined, and the forwards decide only the value slots.
+
+The canvas is written left to right from a cursor: every position before it is decided
+(by the model or by the scaffold), every position after it is a mask. Each forward denoises the
+cursor's block; then, walking from the cursor, the model's best allowed token
+(engine/scaffold/tokens.py) is committed at each position while its confidence is at least the
+threshold (the first one always: a forward never ends without progress), and after each commit
+the text the automaton now forces is written in behind it (prefilled, never re-masked, not a
+model decision). The walk goes on past that text in the same forward only where the model's
+own proposals for it were that same text: then the proposals after it were made with the same
+layout the canvas now has, as in unscaffolded decoding; where they differ, the next forward
+reads the scaffold's text first.
+
+Why left to right and cut at the terminator, not a slot of fixed width with a filler: Sprout
+never saw gaps or fillers in training. A value of unknown length has no place for the text
+after it until the model closes it (its `","` or `"}}` token), so that text is placed as soon
+as the model has written the token that closes the value; slots of known width (a one-digit
+quantity) need no wait, the automaton forces their closing text at once. Measured in
+models/README.md ("Scaffolded decoding").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import torch
+
+from engine.errors import BackendError, ConfigError
+from engine.metrics import ModelClock
+from engine.scaffold import machine
+from engine.scaffold.target import Target, target_for
+from engine.scaffold.tokens import Pieces, choose, pieces_for
+from engine.trace import Frame, GenerationConfig, Result
+
+
+class Writer:
+    """The canvas seen through the scaffold: cursor, automaton state, prefilled positions."""
+
+    def __init__(self, canvas: torch.Tensor, target: Target, pieces: Pieces, mask_id: int) -> None:
+        self.canvas, self.pieces, self.mask_id = canvas, pieces, mask_id        # canvas (1, L), written in place
+        self.target = target
+        self.state = machine.start(target.shape)
+        self.cursor = 0
+        self.prefilled: set[int] = set()
+        self.ended = False                                                     # EOS written
+        self.text: list[str] = []                                              # the answer's characters
+
+    @property
+    def length(self) -> int:
+        return self.canvas.shape[1]
+
+    def place_forced(self) -> list[int]:
+        """Write the text the automaton forces now (and EOS once the value is finished); returns
+        the positions written."""
+        written: list[int] = []
+        if self.ended:
+            return written
+        forced = machine.placeable(self.state)
+        if forced:
+            ids = self.pieces.encode(forced)
+            room = min(len(ids), self.length - self.cursor)
+            for token in ids[:room]:
+                self.canvas[0, self.cursor] = token
+                written.append(self.cursor)
+                self.cursor += 1
+            if room < len(ids):                                                # out of canvas: the check says so
+                self.prefilled.update(written)
+                return written
+            self.state = machine.advance(self.state, forced)
+            self.text.append(forced)
+        if machine.finished(self.state):
+            written += self.end()
+        self.prefilled.update(written)
+        return written
+
+    def end(self) -> list[int]:
+        """EOS at the cursor and after it: the answer is over."""
+        positions = list(range(self.cursor, self.length))
+        self.canvas[0, self.cursor:] = self.pieces.eos_id
+        self.cursor, self.ended = self.length, True
+        return positions
+
+    def commit(self, position: int, token: int, after: machine.State) -> None:
+        self.canvas[0, position] = token
+        self.cursor = position + 1
+        if token == self.pieces.eos_id:
+            self.canvas[0, self.cursor:] = token
+            self.prefilled.update(range(self.cursor, self.length))
+            self.cursor, self.ended = self.length, True
+            return
+        self.state = after
+        self.text.append(self.pieces.text[token])
+
+    def walk(self, logits: torch.Tensor, block: slice, config: GenerationConfig,
+             generator: torch.Generator) -> list[tuple[int, int, float]]:
+        """One forward's decisions over `block` (logits (B, V) for its positions)."""
+        committed: list[tuple[int, int, float]] = []
+        aligned = True                                                         # proposals so far match the canvas
+        while not self.ended and block.start <= self.cursor < block.stop:
+            position = self.cursor
+            token, conf, after = choose(self.state, logits[position - block.start], self.pieces,
+                                        config.temperature, generator)
+            if committed and (not aligned or conf < config.threshold):
+                break
+            self.commit(position, token, after)
+            committed.append((position, token, conf))
+            for placed in self.place_forced():
+                if placed < block.stop and int(logits[placed - block.start].argmax()) != int(self.canvas[0, placed]):
+                    aligned = False
+        return committed
+
+    def problem(self, complete: bool) -> str:
+        return self.target.problem("".join(self.text), complete)
+
+
+@torch.inference_mode()
+def _prefill(backend, prompt: list[int], config: GenerationConfig) -> None:
+    ids = torch.tensor([prompt], dtype=torch.long, device=backend.device)         # (1, P)
+    if config.aligned_blocks:
+        backend.prefill(ids, block_size=config.block_size)
+    else:
+        backend.prefill(ids)
+
+
+def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+    """Frames of one scaffolded diffusion generation (one per forward); returns the Result, its
+    `schema_error` saying why the answer does not follow the target, if it does not."""
+    from engine.generate import block_slices, summarize  # the generation loop's own helpers
+
+    if config.sub_block_size or config.greedy_first_token:
+        raise ConfigError("Scaffolded decoding writes left to right from the first masked position: turn sub-blocks "
+                          "and the greedy first token off.")
+    target = target_for(config)
+    pieces = pieces_for(backend)
+    clock = ModelClock()
+    generator = torch.Generator().manual_seed(config.seed)
+    blocks = block_slices(len(prompt), config)
+    _prefill(backend, prompt, config)
+    canvas = torch.full((1, blocks[-1].stop), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
+    writer = Writer(canvas, target, pieces, backend.mask_id)
+    writer.place_forced()
+    frames: list[Frame] = []
+    for b, block in enumerate(blocks):
+        round_index = 0
+        while writer.cursor < block.stop and not writer.ended:
+            with torch.inference_mode():
+                logits = backend.denoise(canvas, block)                         # (1, B, V)
+                width = block.stop - block.start
+                if logits.ndim != 3 or logits.shape[:2] != (1, width):
+                    raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
+                                       f"of {width}; expected (1, {width}, vocab).")
+                row_logits = logits[0].clone()
+                row_logits[:, backend.mask_id] = float("-inf")
+                committed = writer.walk(row_logits, block, config, generator)
+            frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
+                          canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
+            frames.append(frame)
+            with clock.paused():
+                yield frame
+            round_index += 1
+        if writer.ended:
+            break
+        if block.stop < canvas.shape[1]:
+            with torch.inference_mode():
+                backend.commit(canvas, block)
+    if not frames:                                                             # the schema left nothing to decide
+        frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
+                            elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
+        yield frames[-1]
+    result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length")
+    result.schema_error = writer.problem(writer.ended)
+    return result

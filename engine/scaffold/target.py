@@ -1,0 +1,58 @@
+"""What a scaffolded generation writes, and the check of what it wrote.
+
+A tool call is `<tool_call>{"name":..,"arguments":{..}}</tool_call>` with the name one of the
+registry's and the arguments its tool's inputSchema (engine/world/tools.py): the call's prefix
+up to the name is forced, the name is the model's first choice (among the registry's names
+only), and once its tokens single one tool out, the rest of the skeleton follows from that
+tool's schema. A structured answer is one JSON value of the given schema, nothing around it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+
+from engine.scaffold.schema import Alt, Lit, Seq, compile_schema, dumps
+from engine.trace import GenerationConfig
+from engine.world.format import CALL_CLOSE, CALL_OPEN, ParseError, parse_call
+from engine.world.tools import TOOLS
+
+
+@dataclass(frozen=True)
+class Target:
+    shape: Any                                  # engine.scaffold.schema shapes, the whole answer
+    schema: dict[str, Any] | None               # None: a registry tool call
+
+    def problem(self, text: str, complete: bool) -> str:
+        """Why `text` (the answer without EOS) does not follow the target, in a sentence; "" if it does."""
+        if not complete:
+            return ("The answer ran out of room before its JSON was complete: raise the generation length "
+                    "or lower the schema's maxLength / maxItems.")
+        if self.schema is None:
+            parsed = parse_call(text)
+            return f"The tool call does not follow its tool's schema: {parsed.message}" if isinstance(
+                parsed, ParseError) else ""
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            return f"The answer is not valid JSON ({error})."
+        found = next(iter(jsonschema.Draft202012Validator(self.schema).iter_errors(value)), None)
+        return "" if found is None else f"The answer does not follow the schema: {found.message[:160]}."
+
+
+@lru_cache(maxsize=1)
+def tool_call_shape() -> Seq:
+    """Every call of the registry: the name first, then that tool's arguments."""
+    calls = tuple(Seq((Lit(f'{{"name":{dumps(t["name"])},"arguments":'), compile_schema(t["inputSchema"]), Lit("}")))
+                  for t in TOOLS)
+    return Seq((Lit(CALL_OPEN), Alt(calls), Lit(CALL_CLOSE)))
+
+
+def target_for(config: GenerationConfig) -> Target:
+    if config.schema is not None:
+        return Target(compile_schema(config.schema), config.schema)
+    return Target(tool_call_shape(), None)
