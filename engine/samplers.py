@@ -132,6 +132,12 @@ def _ranked(scores: torch.Tensor, masked: torch.Tensor, descending: bool = True)
     return idx[order]
 
 
+def _masked_argmax(scores: torch.Tensor, masked: torch.Tensor) -> int:
+    """The masked position with the highest (finite) score, ties to the lower position
+    (torch.argmax returns the first maximal index)."""
+    return int(torch.where(masked, scores, NEG_INF).argmax())
+
+
 def _choose(masked: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
     chosen = torch.zeros_like(masked)
     chosen[indices] = True
@@ -144,7 +150,10 @@ def top_scores(scores: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tens
     m = int(masked.sum())
     if m == 0 or k <= 0:
         return torch.zeros_like(masked)
-    return _choose(masked, _ranked(scores, masked)[: max(1, min(k, m))])
+    # The masked positions first (every score here is finite, the others -inf), by score, ties to
+    # the lower position: the order of _ranked without its gather and scatter.
+    order = torch.sort(torch.where(masked, scores, NEG_INF), descending=True, stable=True).indices
+    return _choose(masked, order[: max(1, min(k, m))])
 
 
 def low_confidence(conf: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
@@ -174,7 +183,7 @@ def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Ten
     if not bool(masked.any()):
         return torch.zeros_like(masked)
     chosen = masked & (conf >= tau)
-    chosen[_ranked(conf, masked)[0]] = True
+    chosen[_masked_argmax(conf, masked)] = True
     return chosen
 
 
@@ -183,7 +192,7 @@ def threshold_strict(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> to
     if not bool(masked.any()):
         return torch.zeros_like(masked)
     chosen = masked & (conf > tau)
-    chosen[_ranked(conf, masked)[0]] = True
+    chosen[_masked_argmax(conf, masked)] = True
     return chosen
 
 

@@ -298,3 +298,16 @@ def test_generator_yields_a_copy_of_the_canvas():
     config = GenerationConfig(gen_length=8, block_size=4, steps=4, sampler="low_confidence")
     frames = list(generate(backend, [5], config))
     assert frames[0].canvas.count(MASK) == 7 and frames[-1].canvas.count(MASK) == 0
+
+
+def test_ties_go_to_the_lower_masked_position():
+    """top_scores and the threshold rules break ties by position, among masked positions only."""
+    from engine.samplers import threshold, threshold_strict, top_scores
+
+    scores = torch.tensor([0.9, 0.5, 0.5, 0.9, 0.5])
+    masked = torch.tensor([False, True, True, False, True])
+    assert top_scores(scores, masked, 1).tolist() == [False, True, False, False, False]
+    assert top_scores(scores, masked, 2).tolist() == [False, True, True, False, False]
+    assert top_scores(scores, masked, 9).tolist() == [False, True, True, False, True]
+    for rule in (threshold, threshold_strict):
+        assert rule(scores, masked, 0.95).tolist() == [False, True, False, False, False]
