@@ -44,7 +44,7 @@ ASKED = re.compile(r'"(color|size)":"([^"]+)"')
 # "not available"). `Example.decisions` marks its tokens for `decision_weight`. Why: the one
 # token that decides gets one token's share of the loss, and with one matching row among near
 # misses Sprout-BD answered "not available" although its rows carried whether they match
-# (what the weight changed: models/README.md, session 8).
+# (what the weight changed: models/README.md, "the row-match read-out and the decision weight").
 DECISION = re.compile(r'<tool_response>\[\{"color"[^<]*</tool_response>\s*<\|assistant\|><tool_call>\{"name":"(\w+)"')
 
 

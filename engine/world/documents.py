@@ -28,21 +28,21 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
 
 
-def resume_latex(f: dict[str, Any]) -> str:
-    e = {k: latex_escape(str(v)) for k, v in f.items()}
+def resume_latex(fields: dict[str, Any]) -> str:
+    escaped = {k: latex_escape(str(v)) for k, v in fields.items()}
     return ("\\documentclass{article}\n\\begin{document}\n"
-            f"\\section*{{{e['name']}}}\n{e['email']}\n"
-            f"\\subsection*{{Experience}}\n{e['role']}, {e['company']}, {e['years']}\n"
-            f"\\subsection*{{Skills}}\n{e['skills']}\n"
+            f"\\section*{{{escaped['name']}}}\n{escaped['email']}\n"
+            f"\\subsection*{{Experience}}\n{escaped['role']}, {escaped['company']}, {escaped['years']}\n"
+            f"\\subsection*{{Skills}}\n{escaped['skills']}\n"
             "\\end{document}")
 
 
 def html_page(spec: dict[str, Any]) -> str:
-    e = {k: html.escape(str(v)) for k, v in spec.items() if k != "item_list"}
+    escaped = {k: html.escape(str(v)) for k, v in spec.items() if k != "item_list"}
     items = "".join(f"<li>{html.escape(i)}</li>" for i in spec["item_list"])
-    return (f"<!DOCTYPE html><html><head><title>{e['title']}</title></head>\n"
-            f"<body><h1>{e['heading']}</h1><p>{e['text']}</p><ul>{items}</ul>\n"
-            f"<a href=\"{e['href']}\">{e['label']}</a></body></html>")
+    return (f"<!DOCTYPE html><html><head><title>{escaped['title']}</title></head>\n"
+            f"<body><h1>{escaped['heading']}</h1><p>{escaped['text']}</p><ul>{items}</ul>\n"
+            f"<a href=\"{escaped['href']}\">{escaped['label']}</a></body></html>")
 
 
 def _resume_slots(rng: random.Random, split: str) -> dict[str, Any]:

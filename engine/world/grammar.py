@@ -72,27 +72,27 @@ def money(amount: Any, rng: random.Random) -> str:
     return rng.choice((f"${amount}", f"${amount}", f"{amount} dollars", f"{amount}", f"USD {amount}"))
 
 
-def _item(s: dict[str, Any], rng: random.Random) -> str:
-    color, style, qty = s["color"], s["style"], s["qty"]
+def _item(slots: dict[str, Any], rng: random.Random) -> str:
+    color, style, qty = slots["color"], slots["style"], slots["qty"]
     if qty == 1:
         return rng.choice((f"a {color} {style}", f"one {color} {style}", f"a single {color} {style}"))
-    n, styles = number(qty, rng), E.plural(style)
-    return rng.choice((f"{n} {color} {styles}", f"{n} {color} {styles}", f"{color} {styles} x{qty}",
-                       f"{n} of the {color} {styles}", f"{n} {styles} in {color}"))
+    count, styles = number(qty, rng), E.plural(style)
+    return rng.choice((f"{count} {color} {styles}", f"{count} {color} {styles}", f"{color} {styles} x{qty}",
+                       f"{count} of the {color} {styles}", f"{count} {styles} in {color}"))
 
 
-def _details(s: dict[str, Any], rng: random.Random) -> str:
+def _details(slots: dict[str, Any], rng: random.Random) -> str:
     """The guest's details that the task gives (missing-information tasks leave one out)."""
-    shown = [k for k in ("name", "email", "address") if k in s and k != s.get("missing")]
+    shown = [k for k in ("name", "email", "address") if k in slots and k != slots.get("missing")]
     labels = {"name": ("name", "name", "I'm"), "email": ("email", "e-mail", "mail"),
               "address": ("address", "ship to", "deliver to")}
     sep, colon = rng.choice((", ", ", ", "; ", " / ")), rng.choice((" ", ": "))
     if rng.random() < 0.35:
-        return sep.join(s[k] for k in shown)
+        return sep.join(slots[k] for k in shown)
     out = []
     for k in shown:
         label = rng.choice(labels[k])
-        out.append(f"I'm {s[k]}" if label == "I'm" else f"{label}{colon}{s[k]}")
+        out.append(f"I'm {slots[k]}" if label == "I'm" else f"{label}{colon}{slots[k]}")
     return sep.join(out)
 
 
@@ -108,41 +108,41 @@ def _amounts(values: list[Any], rng: random.Random) -> str:
     return ", ".join(shown[:-1]) + f" and {shown[-1]}"
 
 
-def _who(s: dict[str, Any], rng: random.Random, phrasing: str) -> str:
-    if s.get("by_name"):
-        return s["name"]
+def _who(slots: dict[str, Any], rng: random.Random, phrasing: str) -> str:
+    if slots.get("by_name"):
+        return slots["name"]
     noun = rng.choice(family_words("customer", phrasing))
-    return rng.choice((f"{noun} {s['customer_id']}", s["customer_id"], f"customer {s['customer_id']}"))
+    return rng.choice((f"{noun} {slots['customer_id']}", slots["customer_id"], f"customer {slots['customer_id']}"))
 
 
-def _which(s: dict[str, Any], rng: random.Random, phrasing: str) -> str:
-    status = s.get("status")
+def _which(slots: dict[str, Any], rng: random.Random, phrasing: str) -> str:
+    status = slots.get("status")
     return f"{rng.choice(family_words(status, phrasing))} " if status else ""
 
 
-def slot_text(key: str, s: dict[str, Any], rng: random.Random, phrasing: str) -> str:
+def slot_text(key: str, slots: dict[str, Any], rng: random.Random, phrasing: str) -> str:
     """One entity or number as the user writes it."""
     if key == "item":
-        return _item(s, rng)
+        return _item(slots, rng)
     if key == "styles":
-        return E.plural(s["style"])
+        return E.plural(slots["style"])
     if key == "sizep":
-        return rng.choice(("size {}", "in size {}", "in {}", "in a size {}", "size {}")).format(s["size"])
+        return rng.choice(("size {}", "in size {}", "in {}", "in a size {}", "size {}")).format(slots["size"])
     if key == "amount":
-        return money(s["amount"], rng)
+        return money(slots["amount"], rng)
     if key == "amounts":
-        return _amounts(s["amounts"], rng)
+        return _amounts(slots["amounts"], rng)
     if key == "details":
-        return _details(s, rng)
+        return _details(slots, rng)
     if key == "who":
-        return _who(s, rng, phrasing)
+        return _who(slots, rng, phrasing)
     if key == "which":
-        return _which(s, rng, phrasing)
-    return str(s[key])
+        return _which(slots, rng, phrasing)
+    return str(slots[key])
 
 
 # -- rendering -------------------------------------------------------------------------------
-def render(pattern: str, s: dict[str, Any], rng: random.Random, phrasing: str) -> list[tuple[str, bool]]:
+def render(pattern: str, slots: dict[str, Any], rng: random.Random, phrasing: str) -> list[tuple[str, bool]]:
     """A pattern as pieces (text, is_entity); `<family>` picks a word, `{slot}` a surface form."""
     pieces = []
     for part in PIECE.split(pattern):
@@ -150,7 +150,7 @@ def render(pattern: str, s: dict[str, Any], rng: random.Random, phrasing: str) -
             pieces.append((rng.choice(family_words(part[1:-1], phrasing)), False))
         elif part.startswith("{"):
             # {which} is words (a status, or nothing), not an entity
-            text = slot_text(part[1:-1], s, rng, phrasing)
+            text = slot_text(part[1:-1], slots, rng, phrasing)
             if text:
                 pieces.append((text, part != "{which}"))
         elif part:
@@ -175,19 +175,19 @@ def surface(pieces: list[tuple[str, bool]], rng: random.Random, noise: bool = Tr
         out.append([piece, entity])
         text += piece
     if noise and rng.random() < LOWER_RATE:
-        for p in out:
-            if not p[1]:
-                p[0] = p[0].lower()
+        for part in out:
+            if not part[1]:
+                part[0] = part[0].lower()
     if noise and rng.random() < TYPO_RATE:
-        words = [(i, m) for i, p in enumerate(out) if not p[1]
-                 for m in re.finditer(r"[A-Za-z]{5,}", p[0])]
+        words = [(i, word) for i, part in enumerate(out) if not part[1]
+                 for word in re.finditer(r"[A-Za-z]{5,}", part[0])]
         if words:   # (a typo that makes a number word, "there" -> "three", is undone below)
-            i, m = rng.choice(words)
-            p = out[i]
-            typo = _typo(m.group(), rng)
+            i, word = rng.choice(words)
+            part = out[i]
+            typo = _typo(word.group(), rng)
             if typo.lower() not in NUMBER_WORDS:
-                p[0] = p[0][:m.start()] + typo + p[0][m.end():]
-    return _articles("".join(p[0] for p in out))
+                part[0] = part[0][:word.start()] + typo + part[0][word.end():]
+    return _articles("".join(part[0] for part in out))
 
 
 def _articles(text: str) -> str:
@@ -217,21 +217,21 @@ def _with_fillers(pieces: list[tuple[str, bool]], rng: random.Random) -> list[tu
     return ([(opener, False)] if opener else []) + pieces + ([(closer, False)] if closer else [])
 
 
-def instruction(key: str, s: dict[str, Any], phrasing: str, rng: random.Random,
+def instruction(key: str, slots: dict[str, Any], phrasing: str, rng: random.Random,
                 noise: bool = True) -> tuple[str, str]:
     """(instruction, frame id) for a one-goal intent's template key (tasks.template_key)."""
     _check_phrasing(phrasing)
     if phrasing == "train" and rng.random() < TEMPLATE_SHARE:
         template_index = rng.randrange(len(INSTRUCTIONS[key]))
-        values = {**s, "amounts": s.get("amounts_text", "")}
+        values = {**slots, "amounts": slots.get("amounts_text", "")}
         return INSTRUCTIONS[key][template_index].format(**values), f"template.{key}.{template_index}"
     group = P.GROUP_OF[key]
     frames = [(f"{group}.{i}", f[2], f[3]) for i, f in enumerate(P.FRAMES[group])]
     frame_id, pattern, _ = rng.choice(_choose(frames, phrasing, lambda o: o[1]))
-    return surface(_with_fillers(render(pattern, s, rng, phrasing), rng), rng, noise), frame_id
+    return surface(_with_fillers(render(pattern, slots, rng, phrasing), rng), rng, noise), frame_id
 
 
-def two_goal_instruction(intents: list[str], s: dict[str, Any], phrasing: str, rng: random.Random,
+def two_goal_instruction(intents: list[str], slots: dict[str, Any], phrasing: str, rng: random.Random,
                          noise: bool = True) -> tuple[str, str]:
     """(instruction, frame id): one clause per goal, in the order the goals are to be done, joined."""
     _check_phrasing(phrasing)
@@ -243,7 +243,7 @@ def two_goal_instruction(intents: list[str], s: dict[str, Any], phrasing: str, r
         clauses = [(f"clause.{group}.{i}", c, h) for i, (c, h) in enumerate(P.CLAUSES[group])]
         clause_id, clause, _ = rng.choice(_choose(clauses, phrasing, lambda o: o[1]))
         ids.append(clause_id)
-        parts.append(render(clause, s, rng, phrasing))
+        parts.append(render(clause, slots, rng, phrasing))
     pieces: list[tuple[str, bool]] = []
     for part in PIECE.split(joiner):
         if part in ("{A}", "{B}"):
@@ -253,7 +253,7 @@ def two_goal_instruction(intents: list[str], s: dict[str, Any], phrasing: str, r
     return surface(_with_fillers(pieces, rng), rng, noise), "+".join(ids)
 
 
-def outside_instruction(kind: str, s: dict[str, Any], phrasing: str, rng: random.Random,
+def outside_instruction(kind: str, slots: dict[str, Any], phrasing: str, rng: random.Random,
                         noise: bool = True) -> tuple[str, str]:
     """(instruction, frame id) for a request outside the world; greetings take no opener.
     Only greetings have a word with a held-out synonym, so the other kinds take their
@@ -264,7 +264,7 @@ def outside_instruction(kind: str, s: dict[str, Any], phrasing: str, rng: random
     if phrasing == "words" and not any(families_in(o[1]) & set(P.HELDOUT_WORDS) for o in options):
         options = _choose(frames, "heldout", lambda o: o[1])
     frame_id, frame, _ = rng.choice(options)
-    pieces = render(frame, s, rng, phrasing)
+    pieces = render(frame, slots, rng, phrasing)
     if kind == "greeting":
         closer = rng.choice(P.CLOSERS)
         return surface(pieces + ([(closer, False)] if closer else []), rng, noise), frame_id

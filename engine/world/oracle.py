@@ -36,127 +36,127 @@ def finish(answer_key: str, outputs: list[str], **values: Any) -> Call:
     return Call(FINISH, {"answer": ANSWERS[answer_key].format(**values)}, [str(o) for o in outputs])
 
 
-def exact_matches(hits: Any, s: dict[str, Any]) -> list[dict[str, Any]]:
+def exact_matches(hits: Any, slots: dict[str, Any]) -> list[dict[str, Any]]:
     """Search results matching all three of style (the query), colour and size."""
     if not isinstance(hits, list):
         return []
-    return [h for h in hits if h.get("color") == s["color"] and h.get("size") == s["size"]]
+    return [h for h in hits if h.get("color") == slots["color"] and h.get("size") == slots["size"]]
 
 
 # -- building blocks -------------------------------------------------------------------------
-def search(s: dict[str, Any]) -> Generator[Call, Any, Any]:
-    return (yield Call("search_products", {"query": s["style"], "color": s["color"], "size": s["size"]}))
+def search(slots: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("search_products", {"query": slots["style"], "color": slots["color"], "size": slots["size"]}))
 
 
-def add_first_in_stock(s: dict[str, Any], hits: Any) -> Generator[Call, Any, dict | None]:
+def add_first_in_stock(slots: dict[str, Any], hits: Any) -> Generator[Call, Any, dict | None]:
     """Try the exact matches in listed order; an out-of-stock reply moves on to the next."""
-    for item in exact_matches(hits, s):
-        reply = yield Call("add_to_cart", {"product_id": item["id"], "size": s["size"], "quantity": s["qty"]})
+    for item in exact_matches(hits, slots):
+        reply = yield Call("add_to_cart", {"product_id": item["id"], "size": slots["size"], "quantity": slots["qty"]})
         if isinstance(reply, dict) and reply.get("ok"):
             return item
     return None
 
 
-def checkout(s: dict[str, Any]) -> Generator[Call, Any, Any]:
-    return (yield Call("checkout_guest", {"name": s["name"], "email": s["email"], "address": s["address"]}))
+def checkout(slots: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("checkout_guest", {"name": slots["name"], "email": slots["email"], "address": slots["address"]}))
 
 
-def customer(s: dict[str, Any]) -> Generator[Call, Any, Any]:
-    return (yield Call("get_customer", {"name": s["name"]}))
+def customer(slots: dict[str, Any]) -> Generator[Call, Any, Any]:
+    return (yield Call("get_customer", {"name": slots["name"]}))
 
 
 # -- one policy per intent -------------------------------------------------------------------
-def shop_find(s: dict[str, Any]) -> Policy:
-    item = exact_matches((yield from search(s)), s)[0]
+def shop_find(slots: dict[str, Any]) -> Policy:
+    item = exact_matches((yield from search(slots)), slots)[0]
     yield finish("shop_find", [item["id"], item["price"]], id=item["id"], price=item["price"])
 
 
-def shop_add(s: dict[str, Any]) -> Policy:
-    item = yield from add_first_in_stock(s, (yield from search(s)))
-    yield finish(s["intent"], [], qty=s["qty"], id=item["id"], size=s["size"])
+def shop_add(slots: dict[str, Any]) -> Policy:
+    item = yield from add_first_in_stock(slots, (yield from search(slots)))
+    yield finish(slots["intent"], [], qty=slots["qty"], id=item["id"], size=slots["size"])
 
 
-def shop_near_miss(s: dict[str, Any]) -> Policy:
-    hits = yield from search(s)
-    assert not exact_matches(hits, s), "a near-miss scenario has no exact match"
-    yield finish("shop_near_miss", ["not available"], color=s["color"], style=s["style"], size=s["size"])
+def shop_near_miss(slots: dict[str, Any]) -> Policy:
+    hits = yield from search(slots)
+    assert not exact_matches(hits, slots), "a near-miss scenario has no exact match"
+    yield finish("shop_near_miss", ["not available"], color=slots["color"], style=slots["style"], size=slots["size"])
 
 
-def shop_checkout(s: dict[str, Any]) -> Policy:
-    order = yield from checkout(s)
-    yield finish(s["intent"], [order["order"]], order=order["order"], total=order["total"])
+def shop_checkout(slots: dict[str, Any]) -> Policy:
+    order = yield from checkout(slots)
+    yield finish(slots["intent"], [order["order"]], order=order["order"], total=order["total"])
 
 
-def shop_buy(s: dict[str, Any]) -> Policy:
-    yield from add_first_in_stock(s, (yield from search(s)))
-    yield from shop_checkout(s)
+def shop_buy(slots: dict[str, Any]) -> Policy:
+    yield from add_first_in_stock(slots, (yield from search(slots)))
+    yield from shop_checkout(slots)
 
 
-def shop_missing_info(s: dict[str, Any]) -> Policy:
-    yield finish(s["intent"], [s["missing"]], missing=s["missing"])
+def shop_missing_info(slots: dict[str, Any]) -> Policy:
+    yield finish(slots["intent"], [slots["missing"]], missing=slots["missing"])
 
 
-def shop_cart_total(s: dict[str, Any]) -> Policy:
+def shop_cart_total(slots: dict[str, Any]) -> Policy:
     cart = yield Call("view_cart", {})
     yield finish("shop_cart_total", [cart["total"]], total=cart["total"])
 
 
-def office_customer(s: dict[str, Any]) -> Policy:
-    found = yield from customer(s)
-    yield finish("office_customer", [found["id"], found["email"]], name=s["name"], **found)
+def office_customer(slots: dict[str, Any]) -> Policy:
+    found = yield from customer(slots)
+    yield finish("office_customer", [found["id"], found["email"]], name=slots["name"], **found)
 
 
-def office_invoice(s: dict[str, Any], customer_id: str | None = None) -> Policy:
-    customer_id = customer_id or s["customer_id"]
-    made = yield Call("create_invoice", {"customer_id": customer_id, "amount": s["amount"],
-                                         "description": s["description"]})
-    yield finish(s["intent"], [made["id"]], invoice=made["id"], customer_id=customer_id)
+def office_invoice(slots: dict[str, Any], customer_id: str | None = None) -> Policy:
+    customer_id = customer_id or slots["customer_id"]
+    made = yield Call("create_invoice", {"customer_id": customer_id, "amount": slots["amount"],
+                                         "description": slots["description"]})
+    yield finish(slots["intent"], [made["id"]], invoice=made["id"], customer_id=customer_id)
 
 
-def office_invoice_by_name(s: dict[str, Any]) -> Policy:
-    found = yield from customer(s)
-    yield from office_invoice(s, found["id"])
+def office_invoice_by_name(slots: dict[str, Any]) -> Policy:
+    found = yield from customer(slots)
+    yield from office_invoice(slots, found["id"])
 
 
-def find_invoices(s: dict[str, Any]) -> Generator[Call, Any, Any]:
-    found = yield from customer(s)
+def find_invoices(slots: dict[str, Any]) -> Generator[Call, Any, Any]:
+    found = yield from customer(slots)
     args = {"customer_id": found["id"]}
-    if s.get("status"):
-        args["status"] = s["status"]
+    if slots.get("status"):
+        args["status"] = slots["status"]
     return (yield Call("find_invoices", args))
 
 
-def office_find_invoices(s: dict[str, Any]) -> Policy:
-    ids = [inv["id"] for inv in (yield from find_invoices(s))]
+def office_find_invoices(slots: dict[str, Any]) -> Policy:
+    ids = [inv["id"] for inv in (yield from find_invoices(slots))]
     if ids:
         yield finish("office_find_invoices", ids, ids=", ".join(ids))
     else:
-        yield finish("office_find_invoices:none", [], which=s["which"])
+        yield finish("office_find_invoices:none", [], which=slots["which"])
 
 
-def office_sum(s: dict[str, Any]) -> Policy:
-    total = yield Call("sum_amounts", {"amounts": s["amounts"]})
+def office_sum(slots: dict[str, Any]) -> Policy:
+    total = yield Call("sum_amounts", {"amounts": slots["amounts"]})
     yield finish("office_sum", [total["sum"]], sum=total["sum"])
 
 
-def office_unpaid_total(s: dict[str, Any]) -> Policy:
-    invoices = yield from find_invoices(s)
+def office_unpaid_total(slots: dict[str, Any]) -> Policy:
+    invoices = yield from find_invoices(slots)
     total = yield Call("sum_amounts", {"amounts": [inv["amount"] for inv in invoices]})
-    yield finish("office_unpaid_total", [total["sum"]], name=s["name"], sum=total["sum"])
+    yield finish("office_unpaid_total", [total["sum"]], name=slots["name"], sum=total["sum"])
 
 
-def office_course(s: dict[str, Any]) -> Policy:
-    yield Call("register_course", {"student_name": s["name"], "course_code": s["course"]})
-    yield finish("office_course", [], name=s["name"], course=s["course"])
+def office_course(slots: dict[str, Any]) -> Policy:
+    yield Call("register_course", {"student_name": slots["name"], "course_code": slots["course"]})
+    yield finish("office_course", [], name=slots["name"], course=slots["course"])
 
 
-def office_activity(s: dict[str, Any]) -> Policy:
-    reply = yield Call("get_activity_status", {"activity_id": s["activity"]})
-    yield finish("office_activity", [reply["status"]], activity=s["activity"], status=reply["status"])
+def office_activity(slots: dict[str, Any]) -> Policy:
+    reply = yield Call("get_activity_status", {"activity_id": slots["activity"]})
+    yield finish("office_activity", [reply["status"]], activity=slots["activity"], status=reply["status"])
 
 
-def office_missing_info(s: dict[str, Any]) -> Policy:
-    yield finish("office_missing_info", [s["missing"]], missing=s["missing"])
+def office_missing_info(slots: dict[str, Any]) -> Policy:
+    yield finish("office_missing_info", [slots["missing"]], missing=slots["missing"])
 
 
 def _until_finish(policy: Policy, memo: dict[str, Any]) -> Generator[Call, Any, Call]:
@@ -171,19 +171,19 @@ def _until_finish(policy: Policy, memo: dict[str, Any]) -> Generator[Call, Any, 
     return call
 
 
-def two_goals(s: dict[str, Any]) -> Policy:
+def two_goals(slots: dict[str, Any]) -> Policy:
     """The goals in the order the request gives them; one answer that says both."""
     memo: dict[str, Any] = {}
     done = []
-    for goal in s["goals"]:
-        done.append((yield from _until_finish(POLICIES[goal]({**s, "intent": goal}), memo)))
+    for goal in slots["goals"]:
+        done.append((yield from _until_finish(POLICIES[goal]({**slots, "intent": goal}), memo)))
     yield Call(FINISH, {"answer": " ".join(c.arguments["answer"] for c in done)},
                [o for c in done for o in c.outputs])
 
 
-def outside(s: dict[str, Any]) -> Policy:
+def outside(slots: dict[str, Any]) -> Policy:
     """A request outside the world: no tool, one honest sentence."""
-    yield finish(f"outside_{s['kind']}", list(OUTSIDE_OUTPUTS[s["kind"]]))
+    yield finish(f"outside_{slots['kind']}", list(OUTSIDE_OUTPUTS[slots["kind"]]))
 
 
 POLICIES = {

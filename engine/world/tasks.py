@@ -193,9 +193,9 @@ ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
 def _merge(*scenarios: Scenario) -> Scenario:
     slots: dict[str, Any] = {}
     setup: dict[str, Any] = {}
-    for s, st in scenarios:
-        slots.update(s)
-        for key, value in st.items():
+    for scenario_slots, scenario_setup in scenarios:
+        slots.update(scenario_slots)
+        for key, value in scenario_setup.items():
             setup[key] = {**setup[key], **value} if isinstance(value, dict) and key in setup else value
     return slots, setup
 

@@ -77,9 +77,9 @@ def argument_order(name: str) -> list[str]:
     return list(TOOLS_BY_NAME[name]["inputSchema"]["properties"])
 
 
-def _number(x: float) -> int | float:
+def _number(amount: float) -> int | float:
     """Amounts as the model reads them: 120, not 120.0; at most two decimals."""
-    return int(x) if float(x).is_integer() else round(float(x), 2)
+    return int(amount) if float(amount).is_integer() else round(float(amount), 2)
 
 
 # -- shop ------------------------------------------------------------------------------------
@@ -97,15 +97,16 @@ def search_products(world: World, query: str, color: str | None = None, size: st
     ~40 % of shop tasks with the id first; models/README.md)."""
     wanted = (color is not None) + (size is not None)
     scored = []
-    for pid, p in world.products.items():
-        if not _style_matches(p["style"], query):
+    for pid, product in world.products.items():
+        if not _style_matches(product["style"], query):
             continue
-        for s in p["stock"]:
-            score = (p["color"] == color) + (s == size)
+        for stocked in product["stock"]:
+            score = (product["color"] == color) + (stocked == size)
             if score >= wanted - 1:
-                scored.append((-score, pid, E.SIZES.index(s), s, p))
-    top = sorted(sorted(scored)[:SEARCH_LIMIT], key=lambda r: (r[1], r[2]))
-    return [{"color": p["color"], "size": s, "id": pid, "price": p["price"]} for _, pid, _, s, p in top]
+                scored.append((-score, pid, E.SIZES.index(stocked), stocked, product))
+    top = sorted(sorted(scored)[:SEARCH_LIMIT], key=lambda row: (row[1], row[2]))
+    return [{"color": product["color"], "size": stocked, "id": pid, "price": product["price"]}
+            for _, pid, _, stocked, product in top]
 
 
 def add_to_cart(world: World, product_id: str, size: str, quantity: int) -> dict:
@@ -144,9 +145,9 @@ def checkout_guest(world: World, name: str, email: str, address: str) -> dict:
 
 # -- office ----------------------------------------------------------------------------------
 def get_customer(world: World, name: str) -> dict:
-    for cid, c in world.customers.items():
-        if c["name"].lower() == name.strip().lower():
-            return {"id": cid, "email": c["email"]}
+    for cid, record in world.customers.items():
+        if record["name"].lower() == name.strip().lower():
+            return {"id": cid, "email": record["email"]}
     return {"error": "no such customer"}
 
 
