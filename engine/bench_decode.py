@@ -102,10 +102,10 @@ def _dream(model, prompt, config, mask_id):
 def _sdar(model, prompt, config, mask_id):
     from engine.upstream import sdar
 
-    canvases, _rewrote = sdar.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length,
-                                     block=config.block_size, steps=config.steps, temperature=config.temperature,
-                                     threshold=config.threshold, seed=config.seed)
-    return canvases                     # the benchmark's k never exceeds the masks left: no rewrite
+    canvases, rewrote = sdar.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length,
+                                    block=config.block_size, steps=config.steps, temperature=config.temperature,
+                                    threshold=config.threshold, seed=config.seed)
+    return canvases if rewrote is None else canvases[:rewrote]   # the engine never rewrites a decided token
 
 
 def _fast_dllm_v2(model, prompt, config, mask_id):
@@ -130,8 +130,9 @@ REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
     "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
     "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2,
 }
-# Upstream decodes fewer blocks than the engine (see the module docstring): compare its rounds only.
-PREFIX_ONLY = ("fast_dllm_v2",)
+# Compare the reference's rounds only: Fast-dLLM v2 upstream decodes fewer blocks than the engine
+# (see the module docstring); SDAR's rounds stop where upstream rewrote a decided token.
+PREFIX_ONLY = ("fast_dllm_v2", "sdar")
 
 
 def same_rounds(ours: list[list[int]], theirs: list[list[int]], prefix: bool) -> bool:
@@ -161,12 +162,13 @@ def _engine_run(backend, prompts: list[list[int]], config: GenerationConfig) -> 
 def _reference_run(backend, prompts: list[list[int]], config: GenerationConfig,
                    decoding: str) -> tuple[dict[str, Any], list]:
     from engine.metrics import Ends
+    from engine.upstream.device import OnDevice
 
-    reference, ends = REFERENCES[decoding], Ends.of(backend)
+    reference, ends, model = REFERENCES[decoding], Ends.of(backend), OnDevice(backend.model)
     canvases, nfe, tokens = [], 0, 0
     started = time.perf_counter()
     for prompt in prompts:
-        rounds = reference(backend.model, prompt, config, backend.mask_id)
+        rounds = reference(model, prompt, config, backend.mask_id)
         canvases.append(rounds)
         nfe += len(rounds)
         tokens += len(ends.answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts

@@ -1,0 +1,97 @@
+"""The issue-18 device check in one run: on randomly initialised small models of every upstream
+family (engine/bench_decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU), compare the
+engine's canvases with the reference loops of engine/upstream/ round for round over prompts x
+temperatures x steps, then run the decode benchmark with --reference; print one JSON object.
+
+    PYTHONPATH=. python scripts/cuda_check.py [--device cuda] [--hidden 256] [--layers 4]
+        [--gen-length 32] [--block-size 16] [--repeats 5]
+
+scripts/cuda_check.sh runs it on a GPU machine. With --device cpu and small sizes it is the
+quick check tests/test_cuda_check.py runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import torch
+
+from engine.bench_decode import (
+    PREFIX_ONLY,
+    PROMPTS,
+    REFERENCES,
+    benchmark,
+    decode_config,
+    random_backend,
+    same_rounds,
+)
+from engine.generate import run
+from engine.upstream.device import OnDevice
+
+# The DECODINGS each random model is checked with (LLaDA's weights also run Fast-dLLM v1's rules).
+CHECKS = {"llada": ("llada", "fast_dllm_threshold", "fast_dllm_factor"), "dream": ("dream",), "sdar": ("sdar",),
+          "fast_dllm_v2": ("fast_dllm_v2",), "llada2": ("llada2",)}
+TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
+
+
+def equality(backend, decoding: str, *, gen_length: int, block_size: int) -> dict[str, Any]:
+    """Engine vs reference canvases over the benchmark's prompts x temperatures x steps."""
+    model = OnDevice(backend.model)
+    prompts = [backend.encode_chat([{"role": "user", "content": text}]) for text in PROMPTS]
+    temperatures = [t for t in TEMPERATURES if not (decoding == "llada2" and t == 0)]   # its 0 samples at 1
+    cases, mismatches = 0, []
+    for temperature in temperatures:
+        for steps in sorted({block_size, max(1, block_size // 2)}):
+            config = decode_config(decoding, gen_length=gen_length, block_size=block_size, steps=steps,
+                                   temperature=temperature)
+            for prompt in prompts:
+                ours = [f.canvas for f in run(backend, prompt, config).frames]
+                theirs = REFERENCES[decoding](model, prompt, config, backend.mask_id)
+                cases += 1
+                if not same_rounds(ours, theirs, decoding in PREFIX_ONLY):
+                    mismatches.append({"prompt_tokens": len(prompt), "temperature": temperature, "steps": steps})
+    return {"cases": cases, "equal": cases - len(mismatches), "mismatches": mismatches[:5]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--gen-length", type=int, default=32)
+    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--only", nargs="*", help="random model names to check (default: all)")
+    args = p.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print(json.dumps({"error": "CUDA is not available on this machine."}))
+        return 2
+    started = time.perf_counter()
+    report: dict[str, Any] = {"device": args.device, "torch": torch.__version__,
+                              "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+                              "hidden": args.hidden, "layers": args.layers, "results": {}}
+    for name in args.only or list(CHECKS):
+        backend = random_backend(name, args.device, args.hidden, args.layers)
+        report["dtype"] = str(next(backend.model.parameters()).dtype)
+        for decoding in CHECKS[name]:
+            entry: dict[str, Any] = {"model": f"random:{name}"}
+            entry["equality"] = equality(backend, decoding, gen_length=args.gen_length, block_size=args.block_size)
+            config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size,
+                                   steps=args.block_size, temperature=None)
+            bench = benchmark(backend, config, reference=decoding, repeats=args.repeats)
+            entry["bench"] = {k: bench[k] for k in ("engine", "reference", "overhead", "overhead_per_forward",
+                                                    "same_canvases")}
+            report["results"][decoding] = entry
+            print(f"{decoding}: {entry['equality']['equal']}/{entry['equality']['cases']} equal, overhead "
+                  f"{bench['overhead']} ({bench['overhead_per_forward']} per forward)", file=sys.stderr)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

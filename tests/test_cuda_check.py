@@ -1,0 +1,40 @@
+"""scripts/cuda_check.py (the GPU check of issue 18) runs end to end on the CPU on tiny sizes:
+every case equal, the benchmark's numbers present. Not a timing test."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "cuda_check.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("cuda_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_check_runs_on_the_cpu(capsys):
+    check = load_script()
+    code = check.main(["--device", "cpu", "--hidden", "32", "--layers", "1", "--gen-length", "8", "--block-size", "4",
+                       "--repeats", "1", "--only", "llada", "fast_dllm_v2"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dtype"] == "torch.float32" and report["gpu"] is None
+    assert set(report["results"]) == {"llada", "fast_dllm_threshold", "fast_dllm_factor", "fast_dllm_v2"}
+    for entry in report["results"].values():
+        assert entry["equality"]["cases"] == 5 * 4 * 2           # prompts x temperatures x steps
+        assert entry["equality"]["equal"] == entry["equality"]["cases"], entry["equality"]["mismatches"]
+        assert entry["bench"]["same_canvases"] is True and entry["bench"]["overhead"] > 0
+
+
+def test_without_cuda_it_says_so(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    assert load_script().main(["--device", "cuda"]) == 2
+    assert "CUDA is not available" in capsys.readouterr().out
