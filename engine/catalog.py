@@ -207,14 +207,14 @@ def weights_problem(folder: Path) -> str | None:
             if size == 0:
                 return f"{path.name} is empty."
             if path.name.endswith(".safetensors"):
-                with path.open("rb") as f:
-                    length = int.from_bytes(f.read(8), "little")
+                with path.open("rb") as handle:
+                    length = int.from_bytes(handle.read(8), "little")
                     if size < 8 + length or length > SAFETENSORS_HEADER_MAX:
                         return f"{path.name} is not a complete safetensors file (cut short or corrupt)."
-                    json.loads(f.read(length))
+                    json.loads(handle.read(length))
             else:
-                with path.open("rb") as f:
-                    f.read(1)
+                with path.open("rb") as handle:
+                    handle.read(1)
         except OSError as exc:
             return f"{path.name} cannot be read ({exc.strerror or exc})."
         except ValueError:

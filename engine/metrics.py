@@ -81,14 +81,14 @@ def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
     if not frames:
         return []
     answer = set(ends.answer_positions(frames[-1].canvas))
-    return [len({p for p, _t, _c in f.committed if p in answer}) for f in frames]
+    return [len({position for position, _t, _c in f.committed if position in answer}) for f in frames]
 
 
 def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:
     """Running total of answer_commits: answer tokens decided after each frame."""
     out, total = [], 0
-    for n in answer_commits(frames, ends):
-        total += n
+    for committed in answer_commits(frames, ends):
+        total += committed
         out.append(total)
     return out
 
@@ -120,15 +120,15 @@ def combined(parts: Sequence[Stats], wall_s: float | None = None) -> Stats:
     agent episode): answer tokens, forwards and model time add up; the first answer token is
     the model time before the first generation that had one plus its own; the last generation
     says why it stopped."""
-    tokens = sum(p.new_tokens for p in parts)
-    nfe = sum(p.nfe for p in parts)
-    model_s = sum(p.seconds for p in parts)
+    tokens = sum(part.new_tokens for part in parts)
+    nfe = sum(part.nfe for part in parts)
+    model_s = sum(part.seconds for part in parts)
     first, before = None, 0.0
-    for p in parts:
-        if p.first_token_s is not None:
-            first = before + p.first_token_s
+    for part in parts:
+        if part.first_token_s is not None:
+            first = before + part.first_token_s
             break
-        before += p.seconds
+        before += part.seconds
     return Stats(nfe=nfe, new_tokens=tokens, tokens_per_forward=tokens_per_forward(tokens, nfe), seconds=model_s,
                  tokens_per_s=tokens_per_second(tokens, model_s), first_token_s=first,
                  stop_reason=parts[-1].stop_reason if parts else "length", wall_s=wall_s)
@@ -197,6 +197,6 @@ class ModelClock:
 def total_tokens_per_forward(pairs: Iterable[tuple[int, int]]) -> float:
     """tokens per forward over many generations: (answer tokens, forwards) summed, then divided."""
     tokens = forwards = 0
-    for t, f in pairs:
-        tokens, forwards = tokens + t, forwards + f
+    for answer_tokens, model_forwards in pairs:
+        tokens, forwards = tokens + answer_tokens, forwards + model_forwards
     return tokens_per_forward(tokens, forwards)

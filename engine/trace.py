@@ -256,12 +256,12 @@ class Frame:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Frame:
+    def from_dict(cls, data: dict[str, Any]) -> Frame:
         return cls(
-            nfe=int(d["nfe"]), block=int(d["block"]), round=int(d["round"]),
-            committed=[(int(p), int(t), float(c)) for p, t, c in d["committed"]],
-            canvas=[int(t) for t in d["canvas"]], elapsed_s=float(d["elapsed_s"]),
-            prefilled=[int(p) for p in d.get("prefilled", ())],
+            nfe=int(data["nfe"]), block=int(data["block"]), round=int(data["round"]),
+            committed=[(int(p), int(t), float(c)) for p, t, c in data["committed"]],
+            canvas=[int(t) for t in data["canvas"]], elapsed_s=float(data["elapsed_s"]),
+            prefilled=[int(p) for p in data.get("prefilled", ())],
         )
 
 
@@ -304,14 +304,15 @@ class Result:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Result:
+    def from_dict(cls, data: dict[str, Any]) -> Result:
         return cls(
-            token_ids=list(d["token_ids"]), text=d["text"],
-            frames=as_stored_blocks([Frame.from_dict(f) for f in d["frames"]], d.get("mask_id")),
-            stats=Stats(**d["stats"]),
-            mask_id=d.get("mask_id"), pieces={int(k): v for k, v in d.get("pieces", {}).items()},
-            eos_ids=[int(t) for t in (d["eos_ids"] if "eos_ids" in d else _stored_eos(d))], pad_id=d.get("pad_id"),
-            schema_error=str(d.get("schema_error") or ""),
+            token_ids=list(data["token_ids"]), text=data["text"],
+            frames=as_stored_blocks([Frame.from_dict(f) for f in data["frames"]], data.get("mask_id")),
+            stats=Stats(**data["stats"]),
+            mask_id=data.get("mask_id"), pieces={int(k): v for k, v in data.get("pieces", {}).items()},
+            eos_ids=[int(t) for t in (data["eos_ids"] if "eos_ids" in data else _stored_eos(data))],
+            pad_id=data.get("pad_id"),
+            schema_error=str(data.get("schema_error") or ""),
         )
 
 
@@ -331,9 +332,9 @@ def as_stored_blocks(frames: list[Frame], mask_id: int | None) -> list[Frame]:
     return [dataclasses.replace(f, block=f.committed[-1][0], round=0) if f.committed else f for f in frames]
 
 
-def _stored_eos(d: dict[str, Any]) -> list[int]:
+def _stored_eos(data: dict[str, Any]) -> list[int]:
     # Traces stored before the end ids were kept: a run that stopped on EOS ends with it.
-    frames = d.get("frames") or []
-    if d.get("stats", {}).get("stop_reason") == "eos" and frames and frames[-1]["canvas"]:
+    frames = data.get("frames") or []
+    if data.get("stats", {}).get("stop_reason") == "eos" and frames and frames[-1]["canvas"]:
         return [int(frames[-1]["canvas"][-1])]
     return []

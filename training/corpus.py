@@ -115,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     lengths = []
     tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w") as f:
+    with tmp.open("w") as handle:
         system = None if args.system == "none" else args.system
         for record in corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing):
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             lengths.append(len(record["text"]))
     tmp.replace(out)
     print(f"Wrote {len(lengths)} {args.split} transcripts to {out}: chars mean {statistics.mean(lengths):.0f}, "

@@ -59,9 +59,10 @@ class Example:
     decisions: list[int] = field(default_factory=list)   # first token of each DECISION name in trained turns
 
 
-def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) -> tuple[int, int]:
-    """Token [lo, hi) lying wholly inside characters [s, e), empty tokens at the edges left out."""
-    lo, hi = bisect.bisect_left(starts, s), bisect.bisect_right(ends, e)
+def _tokens_inside(starts: list[int], ends: list[int], offsets, char_start: int, char_end: int) -> tuple[int, int]:
+    """Token [lo, hi) lying wholly inside characters [char_start, char_end), empty tokens at the
+    edges left out."""
+    lo, hi = bisect.bisect_left(starts, char_start), bisect.bisect_right(ends, char_end)
     while lo < hi and offsets[lo][0] == offsets[lo][1]:
         lo += 1
     while hi > lo and offsets[hi - 1][0] == offsets[hi - 1][1]:
@@ -69,8 +70,8 @@ def _tokens_inside(starts: list[int], ends: list[int], offsets, s: int, e: int) 
     return lo, hi
 
 
-def _in_spans(p: int, spans: list[tuple[int, int]]) -> bool:
-    return any(lo <= p < hi for lo, hi in spans)
+def _in_spans(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(lo <= position < hi for lo, hi in spans)
 
 
 def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None = None) -> list[Example]:
@@ -81,41 +82,42 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
     out = []
     encs = tokenizer(texts, return_offsets_mapping=True, add_special_tokens=False)   # batched, in Rust
     for k, (text, ids, offsets) in enumerate(zip(texts, encs["input_ids"], encs["offset_mapping"])):
-        starts, ends = [a for a, _ in offsets], [b for _, b in offsets]   # both non-decreasing
+        starts, ends = [first for first, _ in offsets], [last for _, last in offsets]   # both non-decreasing
         skip = set(untrained[k]) if untrained else set()
         spans, focus = [], []
-        for turn, (s, e) in enumerate(assistant_spans(text)):
+        for turn, (char_start, char_end) in enumerate(assistant_spans(text)):
             if turn in skip:
                 continue
-            lo, hi = _tokens_inside(starts, ends, offsets, s, e)
+            lo, hi = _tokens_inside(starts, ends, offsets, char_start, char_end)
             if lo < hi:
                 spans.append((lo, hi))
-            for m in FOCUS.finditer(text, s, e):
-                a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
-                focus.extend(range(a, b))
+            for match in FOCUS.finditer(text, char_start, char_end):
+                first, stop = _tokens_inside(starts, ends, offsets, match.start(1), match.end(1))
+                focus.extend(range(first, stop))
         decisions = []   # the name's first token decides it ("add" | "finish"); the rest follows
-        for m in DECISION.finditer(text):
-            a, _ = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
-            if _in_spans(a, spans):
-                decisions.append(a)
+        for match in DECISION.finditer(text):
+            first, _ = _tokens_inside(starts, ends, offsets, match.start(1), match.end(1))
+            if _in_spans(first, spans):
+                decisions.append(first)
         row_colours, row_matches, colour_of = [], [], {}
-        searches = [(m.end(), dict(ASKED.findall(m.group(1)))) for m in SEARCH.finditer(text)]
-        for m in ROW.finditer(text):
-            if m.group(1) in COLORS:
-                a, b = _tokens_inside(starts, ends, offsets, m.start(3), m.end(3))
-                row_colours.extend((p, COLORS.index(m.group(1))) for p in range(a, b))
-                colour_of.setdefault(m.group(3), (m.start(), COLORS.index(m.group(1))))   # first listing
-                asked = [want for end, want in searches if end < m.start()]   # the latest search before it
+        searches = [(match.end(), dict(ASKED.findall(match.group(1)))) for match in SEARCH.finditer(text)]
+        for match in ROW.finditer(text):
+            if match.group(1) in COLORS:
+                first, stop = _tokens_inside(starts, ends, offsets, match.start(3), match.end(3))
+                row_colours.extend((position, COLORS.index(match.group(1))) for position in range(first, stop))
+                colour_of.setdefault(match.group(3), (match.start(), COLORS.index(match.group(1))))   # first listing
+                asked = [want for end, want in searches if end < match.start()]   # the latest search before it
                 if asked:
-                    row = {"color": m.group(1), "size": m.group(2)}
+                    row = {"color": match.group(1), "size": match.group(2)}
                     hit = all(asked[-1].get(k, v) == v for k, v in row.items())
-                    row_matches.extend((p, int(hit)) for p in range(a, b))
+                    row_matches.extend((position, int(hit)) for position in range(first, stop))
         wanted_colours = []
-        for m in FOCUS.finditer(text):   # a copied id listed before: its row's colour, the one asked for
-            at, colour = colour_of.get(m.group(1), (len(text), -1))
-            if at < m.start():
-                a, b = _tokens_inside(starts, ends, offsets, m.start(1), m.end(1))
-                wanted_colours.extend((p, colour) for p in range(a, b) if _in_spans(p, spans))
+        for match in FOCUS.finditer(text):   # a copied id listed before: its row's colour, the one asked for
+            at, colour = colour_of.get(match.group(1), (len(text), -1))
+            if at < match.start():
+                first, stop = _tokens_inside(starts, ends, offsets, match.start(1), match.end(1))
+                wanted_colours.extend((position, colour) for position in range(first, stop)
+                                      if _in_spans(position, spans))
         out.append(Example(ids=ids, spans=spans, focus=focus, row_colours=row_colours,
                            wanted_colours=wanted_colours, row_matches=row_matches, decisions=decisions))
     return out
@@ -146,9 +148,9 @@ def ar_batch(examples: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.
     ids = pad_ids(examples, pad_id)
     targets = torch.full_like(ids, -100)
     for b, ex in enumerate(examples):
-        for s, e in ex.spans:
-            lo = max(s - 1, 0)
-            targets[b, lo:e - 1] = ids[b, lo + 1:e]
+        for span_start, span_end in ex.spans:
+            lo = max(span_start - 1, 0)
+            targets[b, lo:span_end - 1] = ids[b, lo + 1:span_end]
     return ids, targets
 
 
@@ -194,10 +196,10 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
     per_row = []
     for ex in examples:
         blocks = []
-        for s, e in ex.spans:
-            span = ex.ids[s:e]
+        for span_start, span_end in ex.spans:
+            span = ex.ids[span_start:span_end]
             span = span + [eos] * (-len(span) % C)                   # fill the last block with eos
-            blocks += [(s + j, span[j:j + C]) for j in range(0, len(span), C)]
+            blocks += [(span_start + j, span[j:j + C]) for j in range(0, len(span), C)]
         per_row.append(blocks)
     NB = max(1, max(len(b) for b in per_row))
     B = len(examples)

@@ -163,9 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"{args.model}: row-choosing digit right in {report['accuracy']:.1%} of {report['decisions']} "
               f"add_to_cart calls ({args.split}), NLL {report['nll']:.3f}; wrong: {report['wrong']}")
-        for intent, r in calls["intents"].items():
-            print(f"  call after the search result, {intent}: right in {r['accuracy']:.1%} of {r['decisions']}, "
-                  f"NLL {r['nll']:.3f}; wrong: {r['wrong']}")
+        for intent, scores in calls["intents"].items():
+            print(f"  call after the search result, {intent}: right in {scores['accuracy']:.1%} of "
+                  f"{scores['decisions']}, NLL {scores['nll']:.3f}; wrong: {scores['wrong']}")
     return 0
 
 

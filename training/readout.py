@@ -80,8 +80,8 @@ class ShopReadout(nn.Module):
             wanted = dict(ex.wanted_colours)
             if not wanted:
                 continue
-            for j, s in enumerate(self._starts[b].tolist()):
-                out.extend((b, j, p - s, wanted[p]) for p in range(s, s + C) if p in wanted)
+            for j, start in enumerate(self._starts[b].tolist()):
+                out.extend((b, j, p - start, wanted[p]) for p in range(start, start + C) if p in wanted)
         return out
 
     def _clean_terms(self, batch: list[Example], field: str, heads: nn.ModuleList) -> list[torch.Tensor]:

@@ -67,8 +67,8 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 
 def read_corpus(path: Path) -> tuple[list[str], list[list[int]]]:
     """The transcripts' texts and, for each, the assistant turns that carry no loss."""
-    with open(path) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    with open(path) as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
     return [r["text"] for r in records], [r.get("untrained_turns", []) for r in records]
 
 
@@ -118,8 +118,8 @@ def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
             focus_weight: float = 1.0, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
     logits = model(x)                                                     # (B, T, V)
-    n = int((targets != -100).sum())
-    return next_token_loss(logits, batch, targets, focus_weight, decision_weight), n
+    n_targets = int((targets != -100).sum())
+    return next_token_loss(logits, batch, targets, focus_weight, decision_weight), n_targets
 
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
@@ -132,22 +132,22 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     decision_weight times. on_blocks, if given, is told the
     blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
     cfg = model.config
-    b = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
-                 decision_weight)                                                                  # on the CPU
-    b = dataclasses.replace(b, **{f: getattr(b, f).to(model.device) for f in ("clean", "noisy", "starts", "targets",
-                                                                              "weights")})
+    blocks = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
+                      decision_weight)                                                             # on the CPU
+    blocks = dataclasses.replace(blocks, **{name: getattr(blocks, name).to(model.device)
+                                            for name in ("clean", "noisy", "starts", "targets", "weights")})
     if on_blocks is not None:
-        on_blocks(b.starts)
-    logits, clean_h = model.bd_forward(b.clean, b.noisy, b.starts)        # (B, NB, C, V), (B, T, d)
-    ce = F.cross_entropy(logits.flatten(0, 2), b.targets.flatten(), ignore_index=-100, reduction="none")
+        on_blocks(blocks.starts)
+    logits, clean_h = model.bd_forward(blocks.clean, blocks.noisy, blocks.starts)        # (B, NB, C, V), (B, T, d)
+    ce = F.cross_entropy(logits.flatten(0, 2), blocks.targets.flatten(), ignore_index=-100, reduction="none")
     # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
     # averaged over block tokens
-    loss = (ce * b.weights.flatten()).sum() / max(b.n_tokens, 1)
+    loss = (ce * blocks.weights.flatten()).sum() / max(blocks.n_tokens, 1)
     if ar_weight:
         ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
         loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight,
                                                   decision_weight)
-    return loss, int((b.targets != -100).sum())
+    return loss, int((blocks.targets != -100).sum())
 
 
 @torch.no_grad()
@@ -157,8 +157,8 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
     total, count = 0.0, 0
     for i, batch in enumerate(buckets(examples, max_tokens, random.Random(seed))):
         block = model.config.block_sizes[i % len(model.config.block_sizes)]
-        loss, n = loss_ar(model, batch, ids) if twin == "ar" else loss_bd(model, batch, ids, block, gen)
-        total, count = total + loss.item() * n, count + n
+        loss, n_targets = loss_ar(model, batch, ids) if twin == "ar" else loss_bd(model, batch, ids, block, gen)
+        total, count = total + loss.item() * n_targets, count + n_targets
     model.train()
     return total / max(count, 1)
 
@@ -263,7 +263,8 @@ def prepare_corpora(args: argparse.Namespace, hparams: dict) -> tuple[Path, Path
 
 def build_tokenizer(args: argparse.Namespace, corpus: Path, vocab: int):
     """The tokenizer of the init model or of the output folder, else one trained on the corpus."""
-    source = next((d for d in (args.init_from, args.out) if d and (Path(d) / "tokenizer.json").exists()), None)
+    source = next((folder for folder in (args.init_from, args.out)
+                   if folder and (Path(folder) / "tokenizer.json").exists()), None)
     return load_tokenizer(source) if source else train_tokenizer(read_corpus(corpus)[0], vocab)
 
 
