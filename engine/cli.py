@@ -69,24 +69,24 @@ def stats_line(stats: Stats) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m engine.cli", description="Generate an answer with one model.")
-    p.add_argument("--model", required=True, help="catalog name or local folder")
-    p.add_argument("--prompt", required=True, help="the user message")
-    p.add_argument("--gen-length", type=int)
-    p.add_argument("--block-size", type=int)
-    p.add_argument("--steps", type=int)
-    p.add_argument("--sampler")
-    p.add_argument("--threshold", type=float)
-    p.add_argument("--factor", type=float)
-    p.add_argument("--entropy-bound", type=float)
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    p.add_argument("--json", action="store_true", help="print one JSON object: text, config, stats")
-    p.add_argument("--live", action="store_true", help="redraw the canvas every round")
-    return p
+    cli = argparse.ArgumentParser(prog="python -m engine.cli", description="Generate an answer with one model.")
+    cli.add_argument("--model", required=True, help="catalog name or local folder")
+    cli.add_argument("--prompt", required=True, help="the user message")
+    cli.add_argument("--gen-length", type=int)
+    cli.add_argument("--block-size", type=int)
+    cli.add_argument("--steps", type=int)
+    cli.add_argument("--sampler")
+    cli.add_argument("--threshold", type=float)
+    cli.add_argument("--factor", type=float)
+    cli.add_argument("--entropy-bound", type=float)
+    cli.add_argument("--temperature", type=float)
+    cli.add_argument("--top-p", type=float)
+    cli.add_argument("--top-k", type=int)
+    cli.add_argument("--seed", type=int)
+    cli.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    cli.add_argument("--json", action="store_true", help="print one JSON object: text, config, stats")
+    cli.add_argument("--live", action="store_true", help="redraw the canvas every round")
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -331,11 +331,11 @@ class SessionStore:
             for turn in turns:
                 turn.update(generation=None, config=None, model=None, tool_calls=[])
                 by_turn[turn["id"]] = turn
-            for g in generations:
-                turn = by_turn[g["turn_id"]]
+            for row in generations:
+                turn = by_turn[row["turn_id"]]
                 if turn["generation"] is None:  # add_turn writes one generation per turn
-                    turn.update(generation=result_from_row(g, g["frames_data"]), config=config_from_json(g["config"]),
-                                model=g["model"])
+                    turn.update(generation=result_from_row(row, row["frames_data"]),
+                                config=config_from_json(row["config"]), model=row["model"])
             for call in calls:
                 call["arguments"] = json.loads(call["arguments"])
                 by_turn[call["turn_id"]]["tool_calls"].append(call)
