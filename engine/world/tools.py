@@ -93,8 +93,8 @@ def search_products(world: World, query: str, color: str | None = None, size: st
     near misses are listed next to the exact match, in id order. Each row names its colour and
     size before its id: a causal model reads a row left to right, so it can then find the row
     that matches the request and copy the id that follows, instead of having to carry every
-    id forward to the colour that comes after it (Sprout's AR twin picked the wrong row of
-    ~40 % of shop tasks with the id first; models/README.md)."""
+    id forward to the colour that comes after it (what the order changed for Sprout:
+    models/README.md, "How they were trained")."""
     wanted = (color is not None) + (size is not None)
     scored = []
     for pid, product in world.products.items():
