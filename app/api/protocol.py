@@ -4,6 +4,8 @@ becomes a completion object or the last chunk of a stream.
 
 Diffusion settings travel as extra body fields named as GenerationConfig fields (`block_size`,
 `steps`, `sampler`, `threshold`, ...). `max_tokens` / `max_completion_tokens` set `gen_length`.
+`response_format` json_schema puts the schema on the config (`GenerationConfig.schema`): the
+answer is written on its scaffold (engine/scaffold/) and its content follows the schema.
 Tool calls go in as `tools` and as assistant `tool_calls`, and come out as `tool_calls` with
 the arguments as a JSON string: inside the model's text they are Hermes calls,
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (engine/world/format.py).
@@ -25,9 +27,10 @@ CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationConfig))
 # Standard fields this server reads; the others below are accepted and ignored when they ask for
 # nothing (null, false, the default), and refused with a sentence when they ask for something.
 READ_FIELDS = ("model", "messages", "stream", "stream_options", "tools", "tool_choice", "max_tokens",
-               "max_completion_tokens", "temperature", "top_p", "seed", "diffusing", "n", "parallel_tool_calls")
+               "max_completion_tokens", "temperature", "top_p", "seed", "diffusing", "n", "parallel_tool_calls",
+               "response_format")
 IGNORED_WHEN_EMPTY = ("stop", "logprobs", "top_logprobs", "logit_bias", "frequency_penalty", "presence_penalty",
-                      "user", "metadata", "store", "response_format", "service_tier", "modalities",
+                      "user", "metadata", "store", "service_tier", "modalities",
                       "reasoning_effort", "prediction", "audio", "web_search_options", "functions", "function_call")
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -145,6 +148,28 @@ def _tool_choice(raw: Any, tools: list[dict[str, Any]]) -> bool:
     raise bad_request('tool_choice must be "none", "auto", "required" or {"type": "function", ...}.', "tool_choice")
 
 
+def read_response_format(raw: Any) -> dict[str, Any] | None:
+    """The JSON schema a `response_format` asks for (engine/scaffold/ writes the answer on it), or
+    None for free text. `json_object` is any JSON object; the scaffold needs its keys, so it
+    is refused with a sentence rather than answered without a guarantee."""
+    if raw is None or raw == {"type": "text"}:
+        return None
+    if not isinstance(raw, dict) or raw.get("type") not in ("text", "json_schema", "json_object"):
+        raise bad_request('response_format must be {"type": "text"}, or {"type": "json_schema", "json_schema": '
+                          '{"name": ..., "schema": {...}}}.', "response_format")
+    if raw["type"] == "json_object":
+        raise bad_request('response_format json_object is not supported: the scaffold writes JSON from a schema. '
+                          'Send {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}.',
+                          "response_format")
+    if raw["type"] == "text":
+        return None
+    spec = raw.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
+        raise bad_request('response_format json_schema needs {"json_schema": {"name": ..., "schema": {...}}} with '
+                          "the schema as a JSON object.", "response_format")
+    return spec["schema"]
+
+
 def read_config(body: dict[str, Any], defaults: dict[str, Any]) -> GenerationConfig:
     values = dict(defaults)
     for key in CONFIG_FIELDS:
@@ -188,6 +213,15 @@ def read_request(body: Any, defaults_for: Any) -> ChatRequest:
     tools = read_tools(body.get("tools"))
     parse_tools = _tool_choice(body.get("tool_choice"), tools)
     config = read_config(body, defaults_for(model.strip()))
+    schema = read_response_format(body.get("response_format"))
+    if schema is not None:
+        if tools and parse_tools:
+            raise bad_request("Give either tools or a response_format json_schema, not both: the answer is "
+                              "written on one scaffold.", "response_format")
+        try:
+            config = config.replace(schema=schema)
+        except ConfigError as error:
+            raise bad_request(f"response_format: {error}", "response_format") from None
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise bad_request("stream_options must be an object.", "stream_options")

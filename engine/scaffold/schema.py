@@ -30,6 +30,9 @@ MAX_DEPTH = 8              # nesting of objects / arrays / choices
 MAX_NODES = 400            # schemas past this size are not something the scaffold should lay out
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
                          "additionalProperties", "deprecated", "readOnly", "writeOnly", "strict", "name"})
+REFUSED = ("$ref", "$defs", "definitions", "allOf", "not", "if", "then", "else", "dependentSchemas",
+           "dependentRequired", "patternProperties", "propertyNames", "prefixItems", "contains",
+           "unevaluatedProperties", "unevaluatedItems")
 KEYWORDS = {
     "object": {"type", "properties", "required"},
     "string": {"type", "minLength", "maxLength", "pattern", "enum", "const"},
@@ -130,6 +133,10 @@ class _Compiler:
                               "knows what to write.")
         if not isinstance(schema, dict):
             raise SchemaError(f"The schema {_where(path)} must be a JSON object, got {type(schema).__name__}.")
+        refused = [k for k in REFUSED if k in schema]
+        if refused:
+            raise SchemaError(f"The scaffold cannot follow {refused[0]} {_where(path)}; write that part of the "
+                              "schema out in full (type, properties, enum).")
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 return self.choice(schema, key, path, depth)

@@ -30,21 +30,34 @@ class Pieces:
         tokenizer = backend.tokenizer
         self.tokenizer = tokenizer
         self.eos_id = min(backend.eos_ids)
-        special = set(getattr(tokenizer, "all_special_ids", []) or []) | set(backend.eos_ids)
+        special = set(getattr(tokenizer, "all_special_ids", None) or []) | set(backend.eos_ids)
         special |= {t for t in (getattr(backend, "mask_id", None), backend.pad_id) if t is not None}
         self.special = special
-        size = len(tokenizer)
-        texts = tokenizer.batch_decode([[i] for i in range(size)], skip_special_tokens=False,
-                                       clean_up_tokenization_spaces=False)
+        texts = [self._decode([i]) for i in range(len(tokenizer))]
         # a piece that is part of a multi-byte character, or empty, cannot be checked character by character
         self.text = [None if (i in special or not t or "\ufffd" in t) else t for i, t in enumerate(texts)]
+
+    def _decode(self, ids: list[int]) -> str:
+        try:
+            return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        except TypeError:                                                      # a plain tokenizer (tests' fakes)
+            return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def _encode(self, text: str) -> list[int]:
+        try:
+            return list(self.tokenizer.encode(text, add_special_tokens=False))
+        except TypeError:
+            return list(self.tokenizer.encode(text))
 
     def encode(self, text: str) -> list[int]:
         """Ids that write exactly `text` (the tokenizer's own split when it round-trips)."""
         if not text:
             return []
-        ids = list(self.tokenizer.encode(text, add_special_tokens=False))
-        if self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False) == text:
+        try:
+            ids = self._encode(text)
+        except ValueError:
+            ids = None
+        if ids is not None and self._decode(ids) == text:
             return ids
         out, i = [], 0                                                            # longest piece first
         while i < len(text):

@@ -13,6 +13,7 @@ from tests.fakes import FakeARBackend, FakeDiffusionBackend
 
 ANSWER = "The answer is 42, decided a few tokens per round by a diffusion model."
 AR_ANSWER = "Hello from the AR twin, one token per forward."
+JSON_ANSWER = '{"product":"rain jacket","colour":"blue","quantity":2,"gift":false}'
 
 
 def tool_target(prompt: str) -> str:
@@ -34,6 +35,8 @@ def backends() -> dict:
         "tool-bd": FakeDiffusionBackend(tool_target, name="tool-bd"),
         "slow-bd": Slow(FakeDiffusionBackend(ANSWER, name="slow-bd"), 0.05),
         "broken-bd": Broken(ANSWER, name="broken-bd"),
+        "json-bd": FakeDiffusionBackend(JSON_ANSWER, name="json-bd"),   # response_format (test_v1_response_format.py)
+        "json-ar": FakeARBackend(JSON_ANSWER, name="json-ar"),
     }
 
 

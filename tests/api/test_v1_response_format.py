@@ -1,0 +1,72 @@
+"""/v1 `response_format` json_schema through the official openai client: the reply's content
+is JSON that validates against the schema (a diffusion model scaffolded, an AR model with
+jump-forward), whatever the model would have written; a schema the scaffold cannot follow,
+or a malformed response_format, is an OpenAI-style 400 with a sentence."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import openai
+import pytest
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "product": {"type": "string", "maxLength": 24},
+        "colour": {"enum": ["red", "blue", "green", "black"]},
+        "size": {"enum": ["S", "M", "L", "XL"]},
+        "quantity": {"type": "integer", "minimum": 1, "maximum": 9},
+        "gift": {"type": "boolean"},
+    },
+    "required": ["product", "colour", "quantity", "gift"],
+}
+
+
+def response_format(schema) -> dict:
+    return {"type": "json_schema", "json_schema": {"name": "order", "schema": schema}}
+
+
+@pytest.mark.parametrize("model", ["json-bd", "json-ar", "fake-bd"])
+def test_the_content_validates_against_the_schema(client, model):
+    # fake-bd's own answer is prose: the scaffold still makes it a valid order
+    reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Two blue jackets."}],
+                                           response_format=response_format(SCHEMA), max_tokens=96, temperature=0)
+    content = reply.choices[0].message.content
+    jsonschema.validate(json.loads(content), SCHEMA)
+    assert reply.choices[0].finish_reason == "stop"
+
+
+def test_a_model_that_knows_the_answer_keeps_its_values(client):
+    reply = client.chat.completions.create(model="json-bd", messages=[{"role": "user", "content": "Two blue jackets."}],
+                                           response_format=response_format(SCHEMA), max_tokens=96, temperature=0)
+    assert json.loads(reply.choices[0].message.content) == {"product": "rain jacket", "colour": "blue",
+                                                            "quantity": 2, "gift": False}
+
+
+@pytest.mark.parametrize("fmt, words", [
+    (response_format({"type": "string", "pattern": "(unclosed"}), "pattern"),
+    (response_format({"type": "object", "properties": {"a": {"$ref": "#/x"}}}), "$ref"),
+    (response_format({"type": "object", "required": ["missing"]}), "missing"),
+    ({"type": "json_schema", "json_schema": {"name": "x"}}, "schema"),
+    ({"type": "json_object"}, "json_object"),
+    ({"type": "xml"}, "response_format"),
+], ids=["bad-pattern", "ref", "required-not-a-property", "no-schema", "json-object", "unknown-type"])
+def test_a_schema_the_scaffold_cannot_follow_is_a_400_sentence(client, fmt, words):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="json-bd", messages=[{"role": "user", "content": "hi"}],
+                                       response_format=fmt, max_tokens=32)
+    error = caught.value.body
+    assert caught.value.status_code == 400 and error["type"] == "invalid_request_error"
+    assert words in error["message"] and error["message"].rstrip().endswith(".")
+    assert "Traceback" not in error["message"]
+
+
+def test_tools_and_a_schema_together_are_refused(client):
+    from engine.world.tools import openai_tools
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="json-bd", messages=[{"role": "user", "content": "hi"}],
+                                       tools=openai_tools(), response_format=response_format(SCHEMA))
+    assert "not both" in caught.value.body["message"]
