@@ -154,6 +154,7 @@ def render_grid(
     stats: Stats | None = None,
     ends: Ends | None = None,
     legend: bool = True,
+    blocks: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """HTML grid of the generated span as it stood after frame `upto` (default: the last one).
 
@@ -163,13 +164,18 @@ def render_grid(
     the model was less sure), undecided ones show a mask glyph; the active block is outlined.
     `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
     "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
-    run has finished to show its own numbers.
+    run has finished to show its own numbers. `blocks` are the real (start, stop) bounds of the
+    blocks (engine.generate.block_slices: with aligned blocks the first one is shorter); without
+    them the span is cut into even blocks of block_size from position 0.
     """
     if isinstance(frames, Frame):
         frames = [frames]
     ends = ends or Ends(frozenset(), None, mask_id)
     block_size = max(1, block_size)
-    num_blocks = max(1, -(-gen_length // block_size))
+    if blocks is None:
+        blocks = [(start, min(start + block_size, gen_length)) for start in range(0, max(gen_length, 1), block_size)]
+    bounds = [(start, min(stop, gen_length)) for start, stop in blocks if start < gen_length] or [(0, 0)]
+    num_blocks = len(bounds)
     if frames:
         index = len(frames) - 1 if upto is None else min(max(upto, -len(frames)), len(frames) - 1)
         if index < 0:
@@ -184,10 +190,10 @@ def render_grid(
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
     placed = prefilled_positions(shown)
 
-    blocks: list[Markup] = []
-    for b in range(num_blocks):
+    drawn: list[Markup] = []
+    for b, (start, stop) in enumerate(bounds):
         cells: list[Markup] = []
-        for position in range(b * block_size, min((b + 1) * block_size, gen_length)):
+        for position in range(start, stop):
             token = canvas[position] if position < len(canvas) else None
             if token is None or (mask_id is not None and token == mask_id):
                 cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
@@ -214,9 +220,9 @@ def render_grid(
                 cells.append(Markup('<span class="dp-break"></span>'))
         active = frame is not None and b == frame.block
         classes = "dp-block dp-active" if active else "dp-block"
-        blocks.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
+        drawn.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
 
     readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)))
     scaffolded = any(f.prefilled for f in frames)
     return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
-        readout, Markup("").join(blocks), legend_html(scaffolded) if legend else Markup("")))
+        readout, Markup("").join(drawn), legend_html(scaffolded) if legend else Markup("")))
