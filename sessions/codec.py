@@ -9,6 +9,9 @@ against the real previous canvas, not derived from `committed`.
 
 Layout: {"v": 1, "frames": [[nfe, block, round, elapsed_s, committed, canvas_len, changes], ...]}
 with committed = [[position, token, confidence], ...] and changes = [[position, token], ...].
+A scaffolded generation (Frame.prefilled, cumulative and sorted) is written as version 2: each row
+ends with the positions the scaffold placed since the previous frame, so an older playground says
+it cannot read it instead of dropping them; unscaffolded frames stay version 1.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from engine.trace import Frame
 
 FORMAT_VERSION = 1
+PREFILLED_VERSION = 2                 # rows end with the newly pre-filled positions
 
 
 class FrameCodecError(ValueError):
@@ -33,6 +37,8 @@ def _number(value: float) -> float | None:
 
 def encode_frames(frames: list[Frame]) -> str:
     previous: list[int] = []
+    placed: set[int] = set()
+    scaffolded = any(frame.prefilled for frame in frames)
     rows: list[list[Any]] = []
     for frame in frames:
         canvas = frame.canvas
@@ -42,21 +48,26 @@ def encode_frames(frames: list[Frame]) -> str:
             [[int(p), int(t), _number(float(c))] for p, t, c in frame.committed],
             len(canvas), changes,
         ])
+        if scaffolded:
+            rows[-1].append(sorted(int(p) for p in set(frame.prefilled) - placed))
+            placed.update(frame.prefilled)
         previous = canvas
-    return json.dumps({"v": FORMAT_VERSION, "frames": rows}, separators=(",", ":"))
+    version = PREFILLED_VERSION if scaffolded else FORMAT_VERSION
+    return json.dumps({"v": version, "frames": rows}, separators=(",", ":"))
 
 
 def decode_frames(data: str) -> list[Frame]:
     payload = json.loads(data)
-    if not isinstance(payload, dict) or payload.get("v") != FORMAT_VERSION:
+    if not isinstance(payload, dict) or payload.get("v") not in (FORMAT_VERSION, PREFILLED_VERSION):
         version = payload.get("v") if isinstance(payload, dict) else None
         raise FrameCodecError(
-            f"Stored frames use format version {version!r}; this version of the playground reads version "
-            f"{FORMAT_VERSION}. Upgrade the playground to replay this turn."
+            f"Stored frames use format version {version!r}; this version of the playground reads versions "
+            f"{FORMAT_VERSION} and {PREFILLED_VERSION}. Upgrade the playground to replay this turn."
         )
     frames: list[Frame] = []
     canvas: list[int] = []
-    for nfe, block, round_, elapsed, committed, canvas_len, changes in payload["frames"]:
+    placed: set[int] = set()
+    for nfe, block, round_, elapsed, committed, canvas_len, changes, *newly_placed in payload["frames"]:
         # Shrinking keeps the prefix; growing leaves slots that `changes` always fills.
         canvas = canvas[:canvas_len] + [0] * max(0, canvas_len - len(canvas))
         for position, token in changes:
@@ -66,4 +77,7 @@ def decode_frames(data: str) -> list[Frame]:
             committed=[(p, t, float("nan") if c is None else c) for p, t, c in committed],
             canvas=list(canvas), elapsed_s=float("nan") if elapsed is None else elapsed,
         ))
+        if newly_placed:
+            placed.update(newly_placed[0])
+            frames[-1].prefilled = sorted(placed)
     return frames

@@ -53,3 +53,24 @@ def test_non_finite_numbers_survive_as_nan():
 def test_unknown_version_is_a_sentence():
     with pytest.raises(FrameCodecError, match="format version 9"):
         decode_frames('{"v": 9, "frames": []}')
+
+
+def test_scaffolded_frames_keep_their_prefilled_positions():
+    from tests.test_visualizer_prefilled import scaffolded_frames
+
+    frames = scaffolded_frames()
+    stored = encode_frames(frames)
+    assert json.loads(stored)["v"] == 2 and decode_frames(stored) == frames
+    assert json.loads(encode_frames(make_frames()))["v"] == 1      # unscaffolded runs keep the old format
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sets(st.integers(0, 11)), min_size=1, max_size=6))
+def test_cumulative_prefilled_positions_round_trip(added):
+    placed: set[int] = set()
+    frames = []
+    for i, positions in enumerate(added):
+        placed |= positions
+        frames.append(Frame(nfe=i + 1, block=0, round=i, committed=[], canvas=[3] * 12, elapsed_s=0.0,
+                            prefilled=sorted(placed)))
+    assert decode_frames(encode_frames(frames)) == frames

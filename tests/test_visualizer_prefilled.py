@@ -25,7 +25,8 @@ def scaffolded_frames() -> list[Frame]:
                   prefilled=[0, 1, 2, 3, 5])
     done = list(skeleton)
     done[4] = 5
-    second = Frame(nfe=2, block=0, round=1, committed=[(4, 5, 0.8)], canvas=done, elapsed_s=0.02, prefilled=[])
+    second = Frame(nfe=2, block=0, round=1, committed=[(4, 5, 0.8)], canvas=done, elapsed_s=0.02,
+                   prefilled=[0, 1, 2, 3, 5])                  # cumulative, as the engine writes it
     return [first, second]
 
 
@@ -79,7 +80,7 @@ def test_the_replay_carries_prefilled_positions_and_names_them_in_its_legend():
                                 first_token_s=0.01, stop_reason="length"), mask_id=MASK, pieces=dict(PIECES))
     page = standalone_replay_html(result, "t", "p", "m", {"gen_length": GEN_LENGTH, "block_size": BLOCK_SIZE})
     data = json.loads(re.search(r'<script type="application/json" id="trace">(.*?)</script>', page, re.S).group(1))
-    assert [f["prefilled"] for f in data["frames"]] == [[0, 1, 2, 3, 5], []]
+    assert [f["prefilled"] for f in data["frames"]] == [[0, 1, 2, 3, 5]] * 2
     assert "pre-filled by the schema (dotted, hatched)" in page
     player = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
     assert "dp-pre" in player and "prefilled" in player
