@@ -70,3 +70,16 @@ def test_aligned_blocks_need_a_block_causal_backend():
 
     with pytest.raises(ConfigError, match="cannot align blocks"):
         run(FakeDiffusionBackend("abcd"), [5, 6, 7], GenerationConfig(gen_length=4, block_size=4, aligned_blocks=True))
+
+
+def test_the_answer_never_exceeds_gen_length(backend):
+    """Aligned blocks decode on to the end of the block holding gen_length (as SDAR does: here 17
+    positions for a 3-token prompt in blocks of 4); the answer is cut at gen_length."""
+    config = GenerationConfig(**{**DECODINGS["sdar"].settings, "stop_on_eos": False, "gen_length": 16,
+                                 "block_size": 4, "steps": 4, "seed": 5})
+    result = run(backend, PROMPTS[0], config)
+    canvas = result.frames[-1].canvas
+    assert len(canvas) == 17 and tm.MASK_ID not in canvas and tm.EOS_ID not in canvas   # 17 answer ids before the cut
+    answer = canvas[:16][: next((i for i, t in enumerate(canvas[:16]) if t == tm.EOS_ID), 16)]
+    assert result.token_ids == [t for t in answer if t != tm.PAD_ID]
+    assert result.stats.new_tokens == len(result.token_ids) <= 16
