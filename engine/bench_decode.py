@@ -9,12 +9,13 @@
 randomly initialised Qwen2 (--hidden 128, --layers 2, the tiny character tokenizer of
 engine/upstream/tiny.py) wired as that upstream model is (bidirectional or block-causal, logit
 shift or not), built here. `--decoding` defaults to the one the model follows. Numbers per run
-(engine, reference): forwards, new tokens, tokens/forward, seconds, tokens/s, summed over the
-prompts, best of `--repeats` by seconds; overhead = engine s / reference s, and per forward
-(engine s per forward / reference s per forward: Fast-dLLM v2 upstream decodes
-gen_length // block + P // block blocks, the engine up to the block holding gen_length, so its
-forwards can outnumber the reference's); and whether the engine produced the reference's
-canvases, round for round (for Fast-dLLM v2: the reference's rounds and positions).
+(engine, reference): forwards, answer tokens (at most gen_length per prompt), tokens/forward,
+seconds (each prompt's best of `--repeats`, summed), tokens/s; overhead = engine s / reference s,
+and per forward (Fast-dLLM v2 upstream decodes gen_length // block + P // block blocks, the
+engine up to the block holding gen_length, so its forwards can outnumber the reference's); and
+whether the engine produced the reference's canvases, round for round (for Fast-dLLM v2 the
+reference's rounds and positions; for SDAR its rounds up to one where upstream rewrote a
+decided token).
 """
 
 from __future__ import annotations
@@ -146,33 +147,26 @@ def same_rounds(ours: list[list[int]], theirs: list[list[int]], prefix: bool) ->
 
 # --------------------------------------------------------------------------- timing
 
-def _engine_run(backend, prompts: list[list[int]], config: GenerationConfig) -> tuple[dict[str, Any], list]:
+def _engine_once(backend, prompt: list[int], config: GenerationConfig) -> tuple[list, int, int, float]:
+    """(canvases, forwards, answer tokens, seconds) of one generation."""
     from engine.generate import run
 
-    canvases, nfe, tokens = [], 0, 0
     started = time.perf_counter()
-    for prompt in prompts:
-        result = run(backend, prompt, config)
-        canvases.append([f.canvas for f in result.frames])
-        nfe += result.stats.nfe
-        tokens += result.stats.new_tokens
-    return _numbers(nfe, tokens, time.perf_counter() - started), canvases
+    result = run(backend, prompt, config)
+    seconds = time.perf_counter() - started
+    return [f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds
 
 
-def _reference_run(backend, prompts: list[list[int]], config: GenerationConfig,
-                   decoding: str) -> tuple[dict[str, Any], list]:
+def _reference_once(backend, prompt: list[int], config: GenerationConfig,
+                    decoding: str) -> tuple[list, int, int, float]:
     from engine.metrics import Ends
     from engine.upstream.device import OnDevice
 
-    reference, ends, model = REFERENCES[decoding], Ends.of(backend), OnDevice(backend.model)
-    canvases, nfe, tokens = [], 0, 0
     started = time.perf_counter()
-    for prompt in prompts:
-        rounds = reference(model, prompt, config, backend.mask_id)
-        canvases.append(rounds)
-        nfe += len(rounds)
-        tokens += len(ends.answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts
-    return _numbers(nfe, tokens, time.perf_counter() - started), canvases
+    rounds = REFERENCES[decoding](OnDevice(backend.model), prompt, config, backend.mask_id)
+    seconds = time.perf_counter() - started
+    tokens = len(Ends.of(backend).answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts
+    return rounds, len(rounds), tokens, seconds
 
 
 def _numbers(nfe: int, tokens: int, seconds: float) -> dict[str, Any]:
@@ -181,40 +175,42 @@ def _numbers(nfe: int, tokens: int, seconds: float) -> dict[str, Any]:
 
 
 def benchmark(backend, config: GenerationConfig, *, reference: str | None, repeats: int) -> dict[str, Any]:
-    """Best-of-`repeats` numbers for the engine (and the reference loop of the DECODINGS entry
-    `reference`), runs interleaved, each going first in every other repeat (a shared CPU drifts)."""
+    """Numbers for the engine (and the reference loop of the DECODINGS entry `reference`) over
+    the prompts: seconds are the sum over prompts of each prompt's best of `repeats`. The two run
+    interleaved prompt by prompt, taking turns to go first, so load from other jobs on a shared
+    CPU falls on both alike."""
     prompts = [backend.encode_chat([{"role": "user", "content": text}]) for text in PROMPTS]
-    _engine_run(backend, prompts[:1], config)                                   # warm-up
+    runners = {"engine": lambda prompt: _engine_once(backend, prompt, config)}
     if reference:
-        _reference_run(backend, prompts[:1], config, reference)
-    best: dict[str, dict[str, Any]] = {}
-    same = None
+        runners["reference"] = lambda prompt: _reference_once(backend, prompt, config, reference)
+    for runner in runners.values():                                            # warm-up
+        runner(prompts[0])
+    best = {name: [float("inf")] * len(prompts) for name in runners}
+    last: dict[str, list] = {name: [None] * len(prompts) for name in runners}
     for repeat in range(repeats):
-        runs = {}
-        if reference and repeat % 2:                                           # alternate who runs first
-            runs["reference"] = _reference_run(backend, prompts, config, reference)
-        runs["engine"] = _engine_run(backend, prompts, config)
-        if reference:
-            runs.setdefault("reference", _reference_run(backend, prompts, config, reference))
-            same = all(same_rounds(ours, theirs, reference in PREFIX_ONLY)
-                       for ours, theirs in zip(runs["engine"][1], runs["reference"][1]))
-        for name, (numbers, _) in runs.items():
-            if name not in best or numbers["seconds"] < best[name]["seconds"]:
-                best[name] = numbers
+        for i, prompt in enumerate(prompts):
+            order = list(runners) if (repeat + i) % 2 == 0 else list(reversed(runners))
+            for name in order:
+                last[name][i] = runners[name](prompt)
+                best[name][i] = min(best[name][i], last[name][i][3])
     report: dict[str, Any] = {"model": backend.name, "device": str(backend.device), "prompts": len(prompts),
-                              "decoding": reference, "config": config.to_dict(), "repeats": repeats, **best}
+                              "decoding": reference, "config": config.to_dict(), "repeats": repeats}
+    for name in runners:
+        report[name] = _numbers(sum(r[1] for r in last[name]), sum(r[2] for r in last[name]), sum(best[name]))
     if reference:
-        engine, ref = best["engine"], best["reference"]
+        engine, ref = report["engine"], report["reference"]
         report["overhead"] = round(engine["seconds"] / ref["seconds"], 3)
         report["overhead_per_forward"] = round(engine["seconds"] / engine["forwards"]
                                                / (ref["seconds"] / ref["forwards"]), 3)
-        report["same_canvases"] = same
+        report["same_canvases"] = all(same_rounds(ours[0], theirs[0], reference in PREFIX_ONLY)
+                                      for ours, theirs in zip(last["engine"], last["reference"]))
     return report
 
 
 def table(report: dict[str, Any]) -> str:
     keys = ("forwards", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s")
-    lines = [f"{report['model']} on {report['device']}, {report['prompts']} prompts, best of {report['repeats']}",
+    lines = [f"{report['model']} on {report['device']}, {report['prompts']} prompts, each one's best of "
+             f"{report['repeats']}",
              f"{'':10}" + "".join(f"{k:>20}" for k in keys)]
     for name in ("engine", "reference"):
         if name in report:
