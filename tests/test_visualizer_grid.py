@@ -181,20 +181,26 @@ def test_any_piece_renders_as_its_text(piece):
 
 
 def test_aligned_blocks_are_drawn_at_their_real_bounds():
-    """With aligned blocks (SDAR, Fast-dLLM v2) the first block is shortened by the prompt's tail:
-    the grid draws the bounds the engine decoded (engine.generate.block_slices), clipped to the
-    generation length, and outlines the block the frame worked on."""
+    """With aligned blocks (SDAR, Fast-dLLM v2) the first block is shortened by the prompt's tail
+    and the canvas runs past gen_length: the grid draws the bounds the engine decoded
+    (engine.generate.block_slices), clipped to the generation length, and outlines the block the
+    frame worked on."""
     from engine.generate import block_slices
     from engine.trace import GenerationConfig
+    from visualizer.grid import block_bounds
 
-    config = GenerationConfig(gen_length=8, block_size=4, aligned_blocks=True)
-    bounds = [(s.start, s.stop) for s in block_slices(3, config)]             # prompt of 3: blocks 1, 4, 4
-    assert bounds == [(0, 1), (1, 5), (5, 9)]
+    for prompt_length in range(1, 10):
+        for aligned in (True, False):
+            config = GenerationConfig(gen_length=8, block_size=4, aligned_blocks=aligned)
+            slices = block_slices(prompt_length, config)
+            expected = [(s.start, min(s.stop, 8)) for s in slices if s.start < 8]
+            assert block_bounds(8, 4, slices[-1].stop) == expected, (prompt_length, aligned)
     frame = Frame(nfe=2, block=1, round=0, committed=[(1, 10, 0.9)], canvas=[11, 10] + [MASK] * 7, elapsed_s=0.1)
-    html = render_grid([frame], PIECES, MASK, 8, 4, blocks=bounds, legend=False)
+    html = render_grid([frame], PIECES, MASK, 8, 4, legend=False)               # a 3-token prompt: 9 positions
     sizes = [len(re.findall(r'class="dp-cell', part)) for part in html.split('class="dp-block')[1:]]
     assert sizes == [1, 4, 3]                                                 # the last one stops at gen_length
     assert re.search(r'class="dp-block dp-active" data-block="1"', html)
     assert "block: <b>2/3</b>" in html
-    even = render_grid([frame], PIECES, MASK, 8, 4, legend=False)
+    even = render_grid([Frame(nfe=1, block=0, round=0, committed=[(0, 10, 0.9)], canvas=[10] + [MASK] * 7,
+                              elapsed_s=0.1)], PIECES, MASK, 8, 4, legend=False)
     assert [len(re.findall(r'class="dp-cell', part)) for part in even.split('class="dp-block')[1:]] == [4, 4]

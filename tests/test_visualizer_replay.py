@@ -118,8 +118,10 @@ _FAKE_DOM = textwrap.dedent("""
     nodes.scrubber.value = nodes.scrubber.max; nodes.scrubber.listeners.input();
     var last = cells(), lastReadout = nodes.readout.textContent;
     nodes.scrubber.value = "1"; nodes.scrubber.listeners.input();
+    var boxes = nodes.grid.children.map(function (b) {
+      return b.children.filter(function (c) { return c.className.indexOf("dp-cell") >= 0; }).length; });
     console.log(JSON.stringify({ opened: opened, openedReadout: openedReadout, last: last, lastReadout: lastReadout,
-                                 first: cells(), readout: nodes.readout.textContent }));
+                                 first: cells(), readout: nodes.readout.textContent, boxes: boxes }));
 """)
 
 
@@ -171,3 +173,22 @@ def test_player_draws_the_eos_fill_as_the_end_not_as_new():
     assert [cls for cls, _ in last][6:] == ["dp-cell dp-end"] * 6          # EOS, the stray token, the fill
     assert [cls for cls, _ in last][:6] == ["dp-cell dp-done"] * 5 + ["dp-cell dp-new"]
     assert "answer tokens 6" in json.loads(out.stdout)["lastReadout"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed; the JS player is not executed")
+def test_player_draws_aligned_blocks_at_their_real_bounds():
+    """An aligned-block run (SDAR, Fast-dLLM v2) whose canvas runs one position past gen_length
+    had a first block of one position: the payload and the player's block boxes say so."""
+    from visualizer.replay import trace_payload
+
+    result = make_result()
+    frames = [dataclasses.replace(f, canvas=f.canvas + [f.canvas[-1]]) for f in result.frames]
+    aligned = dataclasses.replace(result, frames=frames)
+    assert trace_payload(aligned, CONFIG)["blocks"] == [(0, 1), (1, 5), (5, 8)]
+    assert trace_payload(result, CONFIG)["blocks"] == [(0, 4), (4, 8)]
+    page = standalone_replay_html(aligned, "t", "p", "m", CONFIG)
+    program = _FAKE_DOM.replace("TRACE_TEXT", json.dumps(TRACE_RE.findall(page)[0])).replace(
+        "PLAYER", PLAYER_RE.findall(page)[0])
+    out = subprocess.run(["node", "-e", program], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["boxes"] == [1, 4, 3]

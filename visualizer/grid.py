@@ -144,6 +144,19 @@ def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends:
     return Markup('<div class="dp-readout">{}</div>').format(Markup("").join(parts))
 
 
+def block_bounds(gen_length: int, block_size: int, canvas_length: int = 0) -> list[tuple[int, int]]:
+    """The blocks' (start, stop) positions, clipped to gen_length. Aligned blocks (SDAR, Fast-dLLM
+    v2; engine.generate.block_slices) shorten the first block to f = size - P mod size and run the
+    canvas on to the end of the last block, gen_length + (f mod size) positions: so a canvas
+    longer than gen_length by e (0 < e < size) says the first block holds e positions. Any
+    other canvas (unaligned, or an autoregressive span still growing) has even blocks from 0."""
+    size = max(1, block_size)
+    extra = canvas_length - gen_length
+    first = extra if 0 < extra < size else size
+    starts = [0, *range(first, gen_length, size)]
+    return [(start, min(stop, gen_length)) for start, stop in zip(starts, [*starts[1:], max(gen_length, 1)])]
+
+
 def render_grid(
     frames: Sequence[Frame] | Frame,
     pieces: dict[int, str],
@@ -154,7 +167,6 @@ def render_grid(
     stats: Stats | None = None,
     ends: Ends | None = None,
     legend: bool = True,
-    blocks: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """HTML grid of the generated span as it stood after frame `upto` (default: the last one).
 
@@ -164,18 +176,13 @@ def render_grid(
     the model was less sure), undecided ones show a mask glyph; the active block is outlined.
     `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
     "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
-    run has finished to show its own numbers. `blocks` are the real (start, stop) bounds of the
-    blocks (engine.generate.block_slices: with aligned blocks the first one is shorter); without
-    them the span is cut into even blocks of block_size from position 0.
+    run has finished to show its own numbers. Blocks are drawn where the engine decoded them
+    (block_bounds: aligned blocks make the first one shorter).
     """
     if isinstance(frames, Frame):
         frames = [frames]
     ends = ends or Ends(frozenset(), None, mask_id)
     block_size = max(1, block_size)
-    if blocks is None:
-        blocks = [(start, min(start + block_size, gen_length)) for start in range(0, max(gen_length, 1), block_size)]
-    bounds = [(start, min(stop, gen_length)) for start, stop in blocks if start < gen_length] or [(0, 0)]
-    num_blocks = len(bounds)
     if frames:
         index = len(frames) - 1 if upto is None else min(max(upto, -len(frames)), len(frames) - 1)
         if index < 0:
@@ -186,6 +193,8 @@ def render_grid(
         frame, shown = None, []
     rounds, nfes, confidences = decision_matrix(shown, gen_length)
     canvas = frame.canvas if frame is not None else []
+    bounds = block_bounds(gen_length, block_size, len(canvas))
+    num_blocks = len(bounds)
     answer = set(ends.answer_positions(canvas))
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
     placed = prefilled_positions(shown)

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result, block_size_of
 
-from .grid import GRID_CSS, legend_html
+from .grid import GRID_CSS, block_bounds, legend_html
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -95,7 +95,8 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
     block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length))
     payload = result.to_dict()
-    payload.update(gen_length=gen_length, block_size=block_size, round_ms=round_ms(len(result.frames)),
+    blocks = block_bounds(gen_length, block_size, canvas_length if result.mask_id is not None else 0)
+    payload.update(gen_length=gen_length, block_size=block_size, blocks=blocks, round_ms=round_ms(len(result.frames)),
                    labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds")})
     return payload
 

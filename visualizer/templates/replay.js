@@ -32,12 +32,20 @@
   var blocks = [];
   var cells = [];
   var breaks = [];
-  var numBlocks = Math.max(1, Math.ceil(genLength / blockSize));
+  // Where the engine decoded each block (visualizer/grid.py block_bounds: aligned blocks make
+  // the first one shorter); even blocks from 0 for a payload without them.
+  var bounds = data.blocks || [];
+  if (!bounds.length) {
+    for (var start = 0; start < Math.max(genLength, 1); start += blockSize) {
+      bounds.push([start, Math.min(start + blockSize, genLength)]);
+    }
+  }
+  var numBlocks = bounds.length;
   for (var b = 0; b < numBlocks; b++) {
     var box = el("div", "dp-block");
     blocks.push(box);
     grid.appendChild(box);
-    for (var p = b * blockSize; p < Math.min((b + 1) * blockSize, genLength); p++) {
+    for (var p = bounds[b][0]; p < bounds[b][1]; p++) {
       var cell = el("span", "dp-cell dp-mask");
       box.appendChild(cell);
       cells.push(cell);
