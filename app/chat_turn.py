@@ -64,7 +64,7 @@ class ChatTurn:
         return [{"role": "assistant", "content": text or "…"}]
 
     def chatbot(self) -> list[dict[str, Any]]:
-        entries = [e for s in self.steps for e in chat_entries(s, s.raw_text)]
+        entries = [e for step in self.steps for e in chat_entries(step, step.raw_text)]
         return chat_messages(self.history + [self.user] + entries + self._in_flight())
 
     def stop(self) -> None:
@@ -80,16 +80,16 @@ class ChatTurn:
     def entries(self, answer: str | None, early: str) -> list[dict[str, Any]]:
         """The turn's history entries: its steps, then the answer or a note saying why none came."""
         out = []
-        for i, s in enumerate(self.steps):
-            cancelled = s.result is not None and s.result.stats.stop_reason == "cancelled"
+        for i, step in enumerate(self.steps):
+            cancelled = step.result is not None and step.result.stats.stop_reason == "cancelled"
             if cancelled:
-                text = answer_of(s) or ""
+                text = answer_of(step) or ""
                 if text and not text.lstrip().startswith(("<tool_call>", "{")):
                     out.append({"role": "assistant", "content": "", "shown": f"{text} … (stopped)", "note": True})
                 continue
-            entries = chat_entries(s, self._reply(i))
-            if self.structured and answer_of(s) is not None:
-                entries[-1]["shown"] = shown_json(answer_of(s))
+            entries = chat_entries(step, self._reply(i))
+            if self.structured and answer_of(step) is not None:
+                entries[-1]["shown"] = shown_json(answer_of(step))
             out += entries
         if answer is None and not self.stopped:
             why = early or f"no answer after {len(self.steps)} tool steps (the limit is {MAX_TOOL_STEPS})"
@@ -99,10 +99,10 @@ class ChatTurn:
 
     def _reply(self, index: int) -> str:
         # what act() put in the model's context for this step: the canonical call, or the text
-        s = self.steps[index]
-        if s.call is not None:
-            return render_call(s.call["name"], s.call["arguments"])
-        return s.raw_text.split(EOS, 1)[0].strip()
+        step = self.steps[index]
+        if step.call is not None:
+            return render_call(step.call["name"], step.call["arguments"])
+        return step.raw_text.split(EOS, 1)[0].strip()
 
     def final_panel(self) -> str:
         if not self.view.frames:
@@ -114,16 +114,17 @@ class ChatTurn:
         if self.stopped or stop_requested:
             parts.append("Stopped." + (" What was decided is kept (stored as stopped)." if self.stopped else
                                        " The answer was already complete."))
-        generated = [s.result.stats for s in self.steps if s.result is not None]
+        generated = [step.result.stats for step in self.steps if step.result is not None]
         if generated:   # the whole answer, every generation of it; wall time = what the person waited
             numbers = combined(generated, wall_s=time.perf_counter() - self.run.started)
             parts.append(summary_line(numbers) + (f" · {len(generated)} generations" if len(generated) > 1 else ""))
-        answered = [s.result for s in self.steps if s.result is not None and s.result.stats.stop_reason != "cancelled"]
+        answered = [step.result for step in self.steps
+                    if step.result is not None and step.result.stats.stop_reason != "cancelled"]
         if self.structured and answered:          # the engine's check of the answer against the schema
             problem = answered[-1].schema_error
             parts.append(f"does not follow the JSON schema: {markdown_safe(problem)}" if problem
                          else "follows the JSON schema")
-        tools = sum(1 for s in self.steps if s.call is not None and s.call["name"] != FINISH)
+        tools = sum(1 for step in self.steps if step.call is not None and step.call["name"] != FINISH)
         if tools:
             parts.append(f"{tools} tool call(s)")
         if config.temperature > 0:

@@ -100,15 +100,16 @@ TABLE_NUMBERS = ("seconds", "first_token_s", "nfe", "new_tokens", "tokens_per_fo
 def stats_table(racers: list[Racer], stopped: bool = False) -> str:
     """Per model, the numbers of engine/metrics.py under its labels (live: from the frames so far)."""
     rows = []
-    for r in racers:
-        if r.result is not None:
-            s = r.result.stats
+    for racer in racers:
+        if racer.result is not None:
+            shown = racer.result.stats
         else:
-            s = numbers(r.view.frames, r.view.ends or Ends.of(r.backend), "stopped" if stopped else "running")
-        values = formatted(s)
+            shown = numbers(racer.view.frames, racer.view.ends or Ends.of(racer.backend),
+                            "stopped" if stopped else "running")
+        values = formatted(shown)
         cells = [values[k] for k in TABLE_NUMBERS]
         rows.append(Markup("<tr><th>{}</th>{}</tr>").format(
-            r.name, Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
+            racer.name, Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     head = ("model", *(LABELS[k] for k in TABLE_NUMBERS))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
     return str(Markup('<table class="dp-table"><tr>{}</tr>{}</table>').format(header, Markup("").join(rows)))
@@ -153,10 +154,10 @@ class CompareHandlers:
     def _race(self, run: Run, racers: list[Racer], config: GenerationConfig, prompt: str
               ) -> Generator[tuple, None, None]:
         def work(run: Run) -> None:
-            while any(r.running for r in racers):
-                for lane, r in enumerate(racers):   # interleaved: one forward each, in turn
-                    if r.running:
-                        frame = r.step()
+            while any(racer.running for racer in racers):
+                for lane, racer in enumerate(racers):   # interleaved: one forward each, in turn
+                    if racer.running:
+                        frame = racer.step()
                         if frame is not None:
                             run.frame(frame, lane)
 
@@ -185,9 +186,9 @@ class CompareHandlers:
         if stopped:
             status = "Stopped. What each model decided is kept (stored as stopped)."
         else:
-            a, b = (r.result.stats for r in racers)
-            speedup = f"{b.seconds / a.seconds:.2f}x" if a.seconds > 0 else "–"
-            status = (f"{racers[0].name} took {a.seconds:.3f} s, {racers[1].name} {b.seconds:.3f} s "
+            first, second = (racer.result.stats for racer in racers)
+            speedup = f"{second.seconds / first.seconds:.2f}x" if first.seconds > 0 else "–"
+            status = (f"{racers[0].name} took {first.seconds:.3f} s, {racers[1].name} {second.seconds:.3f} s "
                       f"({speedup} as fast).")
         if saved is not None:
             status += f" Stored as comparison #{saved}."
@@ -200,10 +201,10 @@ class CompareHandlers:
     @staticmethod
     def _finish(racers: list[Racer], stopped: bool) -> None:
         """Every side ends with a Result (cancelled when Stop came first), its view finished."""
-        for r in racers:
-            if stopped or r.result is None:
-                r.stop()
-            r.view.finish(r.result)
+        for racer in racers:
+            if stopped or racer.result is None:
+                racer.stop()
+            racer.view.finish(racer.result)
 
     def _save(self, racers: list[Racer], config: GenerationConfig, prompt: str) -> int | None:
         """The pair as one conversation: the prompt, then each model's answer with its frames."""

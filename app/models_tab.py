@@ -19,9 +19,9 @@ from .state import AppContext
 def models_table(rows: list[dict[str, Any]]) -> str:
     head = ("name", "kind", "driver", "source", "on this machine", "description")
     out = []
-    for r in rows:
-        cells = (r["name"], r["kind"], r["driver"] or "none", r["source"], "yes" if r["available"] else "no",
-                 r.get("description") or "")
+    for row in rows:
+        cells = (row["name"], row["kind"], row["driver"] or "none", row["source"], "yes" if row["available"] else "no",
+                 row.get("description") or "")
         out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
     return str(Markup('<table class="dp-table dp-models"><tr>{}</tr>{}</table>').format(header, Markup("").join(out)))

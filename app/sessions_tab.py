@@ -37,10 +37,10 @@ def sessions_table(rows: list[dict[str, Any]], searched: bool) -> str:
         return '<div class="dp-empty">{}</div>'.format("No match." if searched else "Nothing stored yet.")
     head = ("#", "kind", "title" if not searched else "match", "model", "updated", "turns")
     out = []
-    for r in rows:
-        text = r.get("snippet") if searched else r["title"]
-        cells = (r["id"], r["kind"], text, r.get("model") or "", str(r["updated_at"])[:19].replace("T", " "),
-                 r.get("turn_count", ""))
+    for row in rows:
+        text = row.get("snippet") if searched else row["title"]
+        cells = (row["id"], row["kind"], text, row.get("model") or "", str(row["updated_at"])[:19].replace("T", " "),
+                 row.get("turn_count", ""))
         out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
     return str(Markup('<table class="dp-table dp-sessions"><tr>{}</tr>{}</table>').format(header, Markup("").join(out)))
@@ -52,9 +52,9 @@ SESSION_COLUMNS = ["#", "kind", "title", "model", "updated", "turns"]
 def sessions_frame(rows: list[dict[str, Any]], searched: bool) -> dict[str, Any]:
     """The list as a Dataframe value (plain text cells; a click on a row opens it)."""
     head = [*SESSION_COLUMNS[:2], "match" if searched else "title", *SESSION_COLUMNS[3:]]
-    data = [[r["id"], r["kind"], " ".join(str(r.get("snippet") if searched else r["title"]).split()),
-             r.get("model") or "", str(r["updated_at"])[:19].replace("T", " "), r.get("turn_count", "")]
-            for r in rows]
+    data = [[row["id"], row["kind"], " ".join(str(row.get("snippet") if searched else row["title"]).split()),
+             row.get("model") or "", str(row["updated_at"])[:19].replace("T", " "), row.get("turn_count", "")]
+            for row in rows]
     return {"headers": head, "data": data or [["", "", "No match." if searched else "Nothing stored yet.", "", "", ""]]}
 
 
@@ -67,8 +67,8 @@ def transcript_html(conversation: dict[str, Any]) -> str:
         if turn["model"]:
             notes.append(turn["model"])
         if turn["generation"] is not None:
-            s = turn["generation"].stats
-            notes.append(summary_line(s))                        # the labels every view uses (engine/metrics.py)
+            numbers = turn["generation"].stats
+            notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
@@ -96,7 +96,7 @@ class SessionsHandlers:
                     else self.ctx.store.list_conversations(kind=kind, limit=LIST_LIMIT))
         except StoreError as exc:
             raise user_error(str(exc)) from None
-        choices = [(_label(r), str(r["id"])) for r in rows]
+        choices = [(_label(row), str(row["id"])) for row in rows]
         status = f"{len(rows)} conversation(s)" + (f" matching “{markdown_safe(query)}”." if query else ".")
         return sessions_frame(rows, bool(query)), gr.Dropdown(choices=choices, value=None), status
 

@@ -103,12 +103,12 @@ class ModelRegistry:
 
     def choices(self, kinds: tuple[str, ...] = ("diffusion", "autoregressive")) -> list[tuple[str, str]]:
         """(label, name) pairs for a dropdown, models that are on this machine first."""
-        rows = [r for r in self.listing() if r["kind"] in kinds and r["name"] != "(catalog error)"]
-        rows.sort(key=lambda r: (not r["available"], r["source"] != "in memory", r["source"] != "local"))
+        rows = [row for row in self.listing() if row["kind"] in kinds and row["name"] != "(catalog error)"]
+        rows.sort(key=lambda row: (not row["available"], row["source"] != "in memory", row["source"] != "local"))
         out = []
-        for r in rows:
-            note = r["kind"] if r["available"] else f"{r['kind']}, not on this machine"
-            out.append((f"{r['name']} ({note})", r["name"]))
+        for row in rows:
+            note = row["kind"] if row["available"] else f"{row['kind']}, not on this machine"
+            out.append((f"{row['name']} ({note})", row["name"]))
         return out
 
     def models_changed(self, folders: set[str]) -> None:

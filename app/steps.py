@@ -87,23 +87,23 @@ def chat_entries(step: Step, reply: str) -> list[dict[str, Any]]:
 
 def context_messages(history: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The chat as the model reads it."""
-    return [{"role": m["role"], "content": m["content"]} for m in history]
+    return [{"role": message["role"], "content": message["content"]} for message in history]
 
 
 def chat_messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The Chatbot's messages: user text, tool steps as collapsed cards, answers; all escaped.
     A raw `<tool_call>` is never shown as a reply: only steps and answers are."""
     shown = []
-    for m in history:
-        if m["role"] == "tool":
+    for entry in history:
+        if entry["role"] == "tool":
             continue
-        role = "user" if m["role"] == "user" else "assistant"
-        text = markdown_safe(m.get("shown", m["content"])) or "…"
+        role = "user" if entry["role"] == "user" else "assistant"
+        text = markdown_safe(entry.get("shown", entry["content"])) or "…"
         message: dict[str, Any] = {"role": role, "content": text}
-        if m.get("title"):
-            message["metadata"] = {"title": markdown_safe(m["title"]), "status": m.get("status", "done")}
-            if m.get("status") != "pending":
-                message["content"] = markdown_safe(f"```\n{m['shown']}\n```") if m.get("shown") else "…"
+        if entry.get("title"):
+            message["metadata"] = {"title": markdown_safe(entry["title"]), "status": entry.get("status", "done")}
+            if entry.get("status") != "pending":
+                message["content"] = markdown_safe(f"```\n{entry['shown']}\n```") if entry.get("shown") else "…"
         shown.append(message)
     return shown
 
@@ -113,15 +113,16 @@ def step_turns(steps: list[Step], config: GenerationConfig, model: str) -> list[
     """Each step as an assistant turn (with its generation and parsed call) and, when the model
     read something back, a tool turn."""
     turns = []
-    for i, s in enumerate(steps):
+    for i, step in enumerate(steps):
         calls = None
-        if s.call is not None or s.error is not None:
-            calls = [{"step": i, "name": s.call["name"] if s.call else "(unparsed)",
-                      "arguments": s.call["arguments"] if s.call else s.raw_text,
-                      "observation": s.observation, "error_type": (s.error or {}).get("kind")}]
-        turns.append(Turn("assistant", s.raw_text, generation=s.result, config=config, model=model, tool_calls=calls))
-        if s.observation is not None:
-            turns.append(Turn("tool", render_response(s.observation)))
+        if step.call is not None or step.error is not None:
+            calls = [{"step": i, "name": step.call["name"] if step.call else "(unparsed)",
+                      "arguments": step.call["arguments"] if step.call else step.raw_text,
+                      "observation": step.observation, "error_type": (step.error or {}).get("kind")}]
+        turns.append(Turn("assistant", step.raw_text, generation=step.result, config=config, model=model,
+                          tool_calls=calls))
+        if step.observation is not None:
+            turns.append(Turn("tool", render_response(step.observation)))
     return turns
 
 
@@ -131,11 +132,11 @@ def steps_html(steps: list[Step]) -> str:
     if not steps:
         return '<div class="dp-empty">No steps yet.</div>'
     rows = []
-    for i, s in enumerate(steps, 1):
-        response = "—" if s.observation is None else short(s.observation)
-        nfe = s.result.stats.nfe if s.result else "–"
+    for i, step in enumerate(steps, 1):
+        response = "—" if step.observation is None else short(step.observation)
+        nfe = step.result.stats.nfe if step.result else "–"
         rows.append(Markup("<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td>"
-                           "<td>{:.2f} s · NFE {}</td></tr>").format(i, short(s.raw_text), parsed_result(s),
-                                                                      response, s.seconds, nfe))
+                           "<td>{:.2f} s · NFE {}</td></tr>").format(i, short(step.raw_text), parsed_result(step),
+                                                                      response, step.seconds, nfe))
     head = Markup("<tr><th>#</th><th>generated</th><th>parsed</th><th>tool response</th><th>cost</th></tr>")
     return str(Markup('<table class="dp-table dp-steps">{}{}</table>').format(head, Markup("").join(rows)))

@@ -104,16 +104,16 @@ def read_messages(raw: Any) -> list[dict[str, str]]:
     if not isinstance(raw, list) or not raw:
         raise bad_request("messages must be a non-empty list of {role, content} objects.", "messages")
     out = []
-    for i, m in enumerate(raw):
+    for i, message in enumerate(raw):
         where = f"messages[{i}]"
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise bad_request(f"{where}: role must be one of {', '.join(ROLES)}.", "messages")
-        role = "system" if m["role"] == "developer" else m["role"]
-        content = _text(m.get("content"), where)
-        if role == "assistant" and m.get("tool_calls"):
-            if not isinstance(m["tool_calls"], list):
+        role = "system" if message["role"] == "developer" else message["role"]
+        content = _text(message.get("content"), where)
+        if role == "assistant" and message.get("tool_calls"):
+            if not isinstance(message["tool_calls"], list):
                 raise bad_request(f"{where}: tool_calls must be a list.", "messages")
-            content += "".join(_call_text(c, where) for c in m["tool_calls"])
+            content += "".join(_call_text(c, where) for c in message["tool_calls"])
         elif role == "tool":
             try:  # the one JSON rendering the models read tool responses in
                 content = dumps(json.loads(content))
@@ -287,10 +287,10 @@ def new_id() -> str:
 
 
 def usage(result: Result, prompt_tokens: int) -> dict[str, Any]:
-    s = result.stats
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": s.new_tokens,
-            "total_tokens": prompt_tokens + s.new_tokens, "nfe": s.nfe,
-            "tokens_per_forward": round(s.tokens_per_forward, 4)}
+    numbers = result.stats
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": numbers.new_tokens,
+            "total_tokens": prompt_tokens + numbers.new_tokens, "nfe": numbers.nfe,
+            "tokens_per_forward": round(numbers.tokens_per_forward, 4)}
 
 
 def finish_reason(result: Result, calls: list[dict[str, Any]]) -> str:
