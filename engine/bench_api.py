@@ -119,17 +119,17 @@ def _clients(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.bench api", description=__doc__.split("\n\n")[0])
-    p.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:7860/v1")
-    p.add_argument("--model", required=True, help="a model id the server lists at GET /models")
-    p.add_argument("--clients", type=_clients, default=[1, 4, 8], help="concurrent clients per level (1,4,8)")
-    p.add_argument("--requests", type=int, default=16, help="requests per level (16)")
-    p.add_argument("--prompt", default=PROMPT)
-    p.add_argument("--max-tokens", type=int, default=None, help="max_tokens of each request (the model's default)")
-    p.add_argument("--api-key-env", default="DP_REMOTE_API_KEY", help="environment variable holding the key")
-    p.add_argument("--no-warmup", action="store_true")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    args = p.parse_args(argv)
+    cli = argparse.ArgumentParser(prog="python -m engine.bench api", description=__doc__.split("\n\n")[0])
+    cli.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:7860/v1")
+    cli.add_argument("--model", required=True, help="a model id the server lists at GET /models")
+    cli.add_argument("--clients", type=_clients, default=[1, 4, 8], help="concurrent clients per level (1,4,8)")
+    cli.add_argument("--requests", type=int, default=16, help="requests per level (16)")
+    cli.add_argument("--prompt", default=PROMPT)
+    cli.add_argument("--max-tokens", type=int, default=None, help="max_tokens of each request (the model's default)")
+    cli.add_argument("--api-key-env", default="DP_REMOTE_API_KEY", help="environment variable holding the key")
+    cli.add_argument("--no-warmup", action="store_true")
+    cli.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = cli.parse_args(argv)
     if args.requests < 1:
         print("error: --requests must be at least 1.", file=sys.stderr)
         return 2

@@ -25,8 +25,8 @@ def render_chat(messages: list[dict[str, str]], add_generation_prompt: bool) -> 
     """The chat as Sprout reads it; ends with `<|assistant|>` when a reply is wanted. A tool
     message's content is the bare JSON of the response; the template adds its tags."""
     parts = []
-    for m in messages:
-        role, content = m["role"], m["content"]
+    for message in messages:
+        role, content = message["role"], message["content"]
         if role == "assistant":
             parts.append(f"{ROLE_MARKERS[role]}{content}{EOS}\n")
         elif role == "tool":
