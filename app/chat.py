@@ -38,8 +38,8 @@ from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns
-from .structured import EXAMPLE_PROMPT, EXAMPLE_TEXT, parse_schema, structured_answer
 from .structured import INFO as SCHEMA_INFO
+from .structured import load_example, parse_schema, structured_answer
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
@@ -409,6 +409,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
-    schema_example.click(lambda: (EXAMPLE_TEXT, EXAMPLE_PROMPT), None, [schema, prompt], api_visibility="private",
-                         **QUIET)
+    schema_example.click(load_example, [controls["gen_length"]], [schema, prompt, controls["gen_length"]],
+                         api_visibility="private", **QUIET)
     return {"model": model}

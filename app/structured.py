@@ -35,9 +35,21 @@ EXAMPLE_TEXT = "{\n  \"type\": \"object\",\n  \"properties\": {\n" + ",\n".join(
     f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in EXAMPLE_SCHEMA["properties"].items()
 ) + f"\n  }},\n  \"required\": {json.dumps(EXAMPLE_SCHEMA['required'])}\n}}"
 EXAMPLE_PROMPT = "I'd like two blue rain jackets in size M, not a gift."
+# The example's answer is about 80 characters of JSON: loading it raises the generation length to
+# at least this many tokens, so that even a character-level model has room to close the JSON.
+EXAMPLE_LENGTH = 128
 INFO = ("Leave empty for a free answer. Filled: the answer is JSON that matches this schema; the schema's fixed "
         "text (braces, keys, quotes) is written into the canvas first and drawn as pre-filled, and the model "
         "decides only the values. Tool calls are off while a schema is set.")
+
+
+def load_example(gen_length: Any) -> tuple[str, str, int]:
+    """The example button: (schema text, prompt, generation length at least EXAMPLE_LENGTH)."""
+    try:
+        current = int(float(gen_length))
+    except (TypeError, ValueError, OverflowError):
+        current = 0
+    return EXAMPLE_TEXT, EXAMPLE_PROMPT, max(current, EXAMPLE_LENGTH)
 
 
 def parse_schema(text: Any) -> dict[str, Any] | None:

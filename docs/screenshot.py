@@ -1,9 +1,11 @@
 """Take docs/playground.png: the Chat tab after one answer, in headless Chromium at 1440x960.
 
     .venv/bin/python docs/screenshot.py [--out docs/playground.png]
+    .venv/bin/python docs/screenshot.py --scaffold        # docs/scaffold.png: the JSON schema example
 
 Uses the bundled Sprout-BD when models/sprout-bd loads; otherwise a scripted stand-in backend
-(tests/fakes.py) that "knows" one tool call, slowed down so the run looks like a real one.
+(tests/fakes.py) that "knows" one tool call (or, with --scaffold, the example order as JSON),
+slowed down so the run looks like a real one.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 PROMPT = "Please add a blue dress in size L to the cart."
 ANSWER = '<tool_call>{"name":"search_products","arguments":{"query":"dress","color":"blue","size":"L"}}</tool_call>'
+ORDER = '{"product":"rain jacket","colour":"blue","size":"M","quantity":2,"gift":false}'
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-def backends() -> tuple[dict, str]:
+def backends(answer: str = ANSWER) -> tuple[dict, str]:
     from app.state import ModelRegistry
     from engine.backends.base import BackendError
 
@@ -38,20 +41,22 @@ def backends() -> tuple[dict, str]:
         from tests.e2e.app_fakes import Slow
         from tests.fakes import FakeDiffusionBackend
 
-        return {"stand-in-bd": Slow(FakeDiffusionBackend(ANSWER, name="stand-in-bd"), 0.05)}, "stand-in-bd"
+        return {"stand-in-bd": Slow(FakeDiffusionBackend(answer, name="stand-in-bd"), 0.05)}, "stand-in-bd"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "docs" / "playground.png"))
+    parser.add_argument("--out", default=None, help="default: docs/playground.png (docs/scaffold.png with --scaffold)")
+    parser.add_argument("--scaffold", action="store_true", help="answer the JSON schema box's example instead")
     args = parser.parse_args()
+    args.out = args.out or str(ROOT / "docs" / ("scaffold.png" if args.scaffold else "playground.png"))
     from playwright.sync_api import expect, sync_playwright
 
     from app.state import AppContext
     from app.warmup import warm_up
     from tests.e2e.app_fakes import running_app
 
-    loaded, name = backends()
+    loaded, name = backends(ORDER if args.scaffold else ANSWER)
     ctx = AppContext.create(Path(tempfile.mkdtemp()) / "sessions.db", model=name, baseline=name, preloaded=loaded,
                             watch=False)
     ctx.notices.clear()
@@ -60,7 +65,12 @@ def main() -> int:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
-        page.locator("#prompt textarea").fill(PROMPT)
+        if args.scaffold:                # the example schema, its prompt and a length that fits it
+            page.locator("#chat-schema-box").click()
+            page.locator("#chat-schema-example").click()
+            expect(page.locator("#chat-schema textarea")).not_to_have_value("", timeout=10_000)
+        else:
+            page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
         expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=120_000)
         expect(page.locator(".js-plotly-plot").nth(1)).to_be_visible(timeout=60_000)
