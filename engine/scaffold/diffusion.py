@@ -29,7 +29,7 @@ import torch
 from engine.errors import BackendError, ConfigError
 from engine.metrics import ModelClock
 from engine.scaffold import machine
-from engine.scaffold.target import Target, target_for
+from engine.scaffold.target import STUCK, Target, target_for
 from engine.scaffold.tokens import Pieces, choose, pieces_for
 from engine.trace import Frame, GenerationConfig, Result
 
@@ -44,6 +44,7 @@ class Writer:
         self.cursor = 0
         self.prefilled: set[int] = set()
         self.ended = False                                                     # EOS written
+        self.stuck = False                                                     # no token could go on
         self.text: list[str] = []                                              # the answer's characters
 
     @property
@@ -99,8 +100,11 @@ class Writer:
         aligned = True                                                         # proposals so far match the canvas
         while not self.ended and block.start <= self.cursor < block.stop:
             position = self.cursor
-            token, conf, after = choose(self.state, logits[position - block.start], self.pieces,
-                                        config.temperature, generator)
+            chosen = choose(self.state, logits[position - block.start], self.pieces, config.temperature, generator)
+            if chosen is None:
+                self.stuck = True
+                break
+            token, conf, after = chosen
             if committed and (not aligned or conf < config.threshold):
                 break
             self.commit(position, token, after)
@@ -110,8 +114,10 @@ class Writer:
                     aligned = False
         return committed
 
-    def problem(self, complete: bool) -> str:
-        return self.target.problem("".join(self.text), complete)
+    def problem(self) -> str:
+        if self.stuck:
+            return STUCK
+        return self.target.problem("".join(self.text), self.ended)
 
 
 @torch.inference_mode()
@@ -143,7 +149,7 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
     frames: list[Frame] = []
     for b, block in enumerate(blocks):
         round_index = 0
-        while writer.cursor < block.stop and not writer.ended:
+        while writer.cursor < block.stop and not writer.ended and not writer.stuck:
             with torch.inference_mode():
                 logits = backend.denoise(canvas, block)                         # (1, B, V)
                 width = block.stop - block.start
@@ -159,7 +165,7 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
             with clock.paused():
                 yield frame
             round_index += 1
-        if writer.ended:
+        if writer.ended or writer.stuck:
             break
         if block.stop < canvas.shape[1]:
             with torch.inference_mode():
@@ -169,5 +175,5 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
                             elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
         yield frames[-1]
     result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length")
-    result.schema_error = writer.problem(writer.ended)
+    result.schema_error = writer.problem()
     return result

@@ -17,7 +17,7 @@ import torch
 
 from engine.metrics import ModelClock
 from engine.scaffold import machine
-from engine.scaffold.target import target_for
+from engine.scaffold.target import STUCK, target_for
 from engine.scaffold.tokens import choose, pieces_for
 from engine.trace import Frame, GenerationConfig, Result
 
@@ -65,7 +65,7 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
     head = place_forced()
     with torch.inference_mode():
         logits = backend.prefill(torch.tensor([prompt + head], dtype=torch.long, device=backend.device))  # (1, V)
-    forwards, frames, ended = 1, [], False
+    forwards, frames, ended, stuck = 1, [], False, False
     while len(span) < config.gen_length and not ended:
         if machine.finished(state):                                            # the schema left nothing to decide
             prefilled.append(len(span))
@@ -75,7 +75,11 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
                                 elapsed_s=clock.elapsed(), prefilled=sorted(prefilled)))
             yield frames[-1]
             break
-        token, conf, after = choose(state, logits.reshape(-1), pieces, config.temperature, generator)
+        chosen = choose(state, logits.reshape(-1), pieces, config.temperature, generator)
+        if chosen is None:
+            stuck = True
+            break
+        token, conf, after = chosen
         position = len(span)
         span.append(token)
         if token == pieces.eos_id:
@@ -98,5 +102,5 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
         logits, cost = _append(backend, [token, *forced])
         forwards += cost
     result = summarize(backend, frames, clock.wall(), "eos" if ended else "length")
-    result.schema_error = target.problem("".join(text), ended)
+    result.schema_error = STUCK if stuck else target.problem("".join(text), ended)
     return result

@@ -18,6 +18,7 @@ writes it at the place the schema's order allows, and the scaffold never invents
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -26,6 +27,7 @@ from engine.scaffold.schema import Alt, Arr, Int, Lit, Num, Obj, Seq, Str, dumps
 
 DIGITS = "0123456789"
 FORCED_CHARS = 4096        # a forced run longer than this is a schema bug, not text
+SEARCH_NODES = 4000        # strings tried when searching for a pattern's completion
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,28 @@ def _string_ok(shape: Str, content: str, closing: bool) -> bool:
     full, prefix = _search(shape.pattern)
     if closing:
         return len(content) >= shape.min_chars and full.search(content) is not None
-    return prefix.fullmatch(content, partial=True) is not None
+    return prefix.fullmatch(content, partial=True) is not None and _closable(shape, content)
+
+
+@lru_cache(maxsize=4096)
+def _closable(shape: Str, content: str) -> bool:
+    """Whether the content can still be closed within the slot's budget: a breadth-first search
+    for the shortest completion that matches, over the characters the pattern names (digits,
+    letters, its literals). Without it a model could fill the budget with text the pattern
+    cannot end in. Past SEARCH_NODES it gives up and says yes (best effort)."""
+    full, prefix = _search(shape.pattern)
+    alphabet = sorted(set("0aA") | {c for c in shape.pattern if c.isalnum() or c in "@.-_ :/"})
+    level, seen = [content], 0
+    for _ in range(shape.max_chars - len(content) + 1):
+        if any(len(t) >= shape.min_chars and full.search(t) for t in level):
+            return True
+        level = [t + c for t in level for c in alphabet if prefix.fullmatch(t + c, partial=True)]
+        seen += len(level)
+        if not level:
+            return False
+        if seen > SEARCH_NODES:
+            return True
+    return False
 
 
 def _number_complete(shape: Int | Num, text: str) -> bool:
@@ -94,8 +117,12 @@ def _number_complete(shape: Int | Num, text: str) -> bool:
 
 
 def _number_prefix_ok(shape: Int | Num, text: str) -> bool:
-    """Whether `text` can still grow into a number of the shape within its budget."""
-    if len(text) > shape.max_chars:
+    """Whether `text` can still grow into a number of the shape within its budget (JSON's
+    grammar, then the bounds: some value the prefix can reach within the characters left lies
+    in them, so a model can never write itself into a dead end such as "0.000" with no room for
+    the digit > 0 that exclusiveMinimum 0 needs)."""
+    room = shape.max_chars - len(text)
+    if room < 0:
         return False
     negative = text.startswith("-")
     body = text[1:] if negative else text
@@ -104,35 +131,38 @@ def _number_prefix_ok(shape: Int | Num, text: str) -> bool:
     whole = body.split(".")[0]
     if len(whole) > 1 and whole[0] == "0":
         return False                                                          # JSON: no leading zeros
-    low = shape.low
-    if negative and low is not None and low >= 0:
-        return False
-    high = shape.high
-    if not body:
-        return True
-    if isinstance(shape, Int):
-        # digits still to come: d more digits give v * 10**d + [0, 10**d); some d must meet the bounds
-        v = int(body)
-        for more in range(0, shape.max_chars - len(text) + 1):
-            if more and v == 0:
-                break
-            lo, hi = v * 10 ** more, v * 10 ** more + 10 ** more - 1
-            lo, hi = (-hi, -lo) if negative else (lo, hi)
-            if hi >= shape.low and lo <= shape.high:
-                return True
-        return False
+    if not body:                                                              # "" or "-": a digit must follow
+        return room >= 1 and (not negative or shape.low is None or shape.low < 0)
+    return any(_meets(shape, -b if negative else a, -a if negative else b) for a, b in _reachable(shape, body, room))
+
+
+def _reachable(shape: Int | Num, body: str, room: int) -> list[tuple[float, float]]:
+    """Closed ranges [a, b] holding values an unsigned prefix can still become (each value in
+    them reachable up to the decimals the room allows)."""
     if "." in body:
-        return True if high is None and low is None else _number_room(shape, negative, body)
-    return _number_room(shape, negative, body)
+        whole, fraction = body.split(".")
+        if not fraction and room == 0:
+            return []
+        value = float(f"{whole}.{fraction or '0'}")
+        step = 10.0 ** -len(fraction) if room else 0.0
+        return [(value, value + step - 10.0 ** -(len(fraction) + room) if room else value)]
+    d = int(body)
+    ranges = [(float(d), float(d))]
+    if isinstance(shape, Num) and room >= 2:
+        ranges.append((float(d), d + 1 - 10.0 ** -(room - 1)))
+    if d:
+        ranges += [(float(d * 10 ** j), float((d + 1) * 10 ** j - 1)) for j in range(1, room + 1)]
+    return ranges
 
 
-def _number_room(shape: Num, negative: bool, body: str) -> bool:
-    """Loose check for numbers: the whole part alone must not overshoot a bound it cannot come back from."""
-    whole = float(body.rstrip(".") or 0)
-    value = -whole if negative else whole
-    if shape.high is not None and not negative and value > shape.high and "." not in body:
+def _meets(shape: Int | Num, a: float, b: float) -> bool:
+    """Whether [a, b] has a value inside the shape's bounds."""
+    if isinstance(shape, Int):
+        return a <= shape.high and b >= shape.low and math.floor(b) >= math.ceil(a) or (
+            a == b and shape.low <= a <= shape.high)
+    if shape.low is not None and (b < shape.low or (shape.low_open and b <= shape.low)):
         return False
-    return not (shape.low is not None and negative and value < shape.low and "." not in body and whole >= 1)
+    return not (shape.high is not None and (a > shape.high or (shape.high_open and a >= shape.high)))
 
 
 def _expand(stack: Stack) -> list[Stack]:

@@ -274,3 +274,23 @@ def schema_problem(schema: Any) -> str | None:
     except Exception:  # noqa: BLE001 - any odd value is a sentence, never a traceback
         return "The JSON schema could not be read; give a JSON object with a type."
     return None
+
+
+def longest(shape: Any) -> int:
+    """The most characters a value of `shape` can take (budgets included): a canvas this long in
+    tokens always has room, since a token writes at least one character."""
+    if isinstance(shape, Lit):
+        return len(shape.text)
+    if isinstance(shape, Alt):
+        return max(longest(o) for o in shape.options)
+    if isinstance(shape, Seq):
+        return sum(longest(i) for i in shape.items)
+    if isinstance(shape, Str):
+        return shape.max_chars + 2
+    if isinstance(shape, Int | Num):
+        return shape.max_chars
+    if isinstance(shape, Obj):
+        return 2 + sum(len(dumps(k)) + 2 + longest(v) for k, v, _ in shape.keys)
+    if isinstance(shape, Arr):
+        return 2 + shape.max_items * (longest(shape.item) + 1)
+    raise TypeError(f"unknown scaffold shape {type(shape).__name__}")

@@ -21,6 +21,9 @@ from engine.trace import GenerationConfig
 from engine.world.format import CALL_CLOSE, CALL_OPEN, ParseError, parse_call
 from engine.world.tools import TOOLS
 
+STUCK = ("The scaffold reached a point where no token of this model's vocabulary can go on (a pattern that "
+         "cannot end within its length budget); loosen the pattern or raise maxLength.")
+
 
 @dataclass(frozen=True)
 class Target:

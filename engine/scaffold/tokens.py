@@ -79,11 +79,12 @@ def pieces_for(backend: Any) -> Pieces:
 
 
 def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperature: float,
-           generator: torch.Generator | None) -> tuple[int, float, machine.State]:
+           generator: torch.Generator | None) -> tuple[int, float, machine.State] | None:
     """The model's token at one position among those the automaton accepts: (id, confidence,
-    the state after it). EOS is a candidate once the value is complete. Greedy at temperature
-    0; otherwise the candidates are ordered by Gumbel-perturbed logits (sampling without
-    replacement, so the first accepted one is a sample from the allowed tokens)."""
+    the state after it), or None when no token of the vocabulary fits. EOS is a candidate once
+    the value is complete. Greedy at temperature 0; otherwise the candidates are ordered by
+    Gumbel-perturbed logits (sampling without replacement, so the first accepted one is a
+    sample from the allowed tokens)."""
     scores = logits.float().reshape(-1)                                        # (V,)
     probs = torch.softmax(scores / temperature if temperature > 0 else scores, -1)
     if temperature > 0:
@@ -109,5 +110,4 @@ def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperatu
         if chosen is not None:
             token, p, after = chosen
             return token, min(1.0, p / max(1.0 - rejected, p, 1e-12)), after
-    raise BackendError("No token of this model can continue the scaffold here; the schema may ask for "
-                       "characters its tokenizer cannot write.")
+    return None                                                                # a dead end: the caller reports it

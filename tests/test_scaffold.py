@@ -1,0 +1,198 @@
+"""Scaffolded tool calls (engine/scaffold/): the automaton's forced text and choices, decoding on
+tiny Sprout twins and on seeded noise (every call parses, scaffold positions are prefilled and
+never re-masked), AR jump-forward's extend against one step per token, slot budgets, the
+sentences for what cannot work, Frame compatibility, and bench --scaffold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from engine.bench import run_agent_benchmark
+from engine.generate import run
+from engine.scaffold import machine
+from engine.scaffold.schema import STRING_CHARS, compile_schema, schema_problem
+from engine.scaffold.target import tool_call_shape
+from engine.trace import ConfigError, Frame, GenerationConfig, Result
+from engine.world.format import ParseError, parse_call
+from engine.world.tasks import load_heldout_tasks
+from engine.world.tools import TOOLS
+from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from tests.scaffold_models import RandomLogits, sprout_twins
+from tests.test_scaffold_schemas import check_frames
+from tests.world.scripted import babbling_ar, oracle_diffusion
+
+CONFIG = GenerationConfig(gen_length=128, block_size=16, steps=16, sampler="prefix_threshold", threshold=0.9,
+                          scaffold=True)
+WORDS = ["blue", "dress", "size", "L", "add", "cart", "Cleo Abbott", "P3K7", "invoice", "paid", "sum", "923",
+         "hello", "{", '"', "</tool_call>", "ü", "\\", "\n", "finish", "ECO3", "customer", "C455", "  "]
+
+
+def test_the_call_prefix_is_forced_and_the_name_is_the_first_choice():
+    state = machine.start(tool_call_shape())
+    assert machine.forced(state) == '<tool_call>{"name":"'
+    state = machine.advance(state, machine.forced(state))
+    starts = {t["name"][0] for t in TOOLS}
+    assert {c for c in "abcdefghijklmnopqrstuvwxyz" if machine.advance(state, c)} == starts
+    state = machine.advance(state, "view")                               # one tool left: the rest is forced
+    assert machine.forced(state) == '_cart","arguments":{}}</tool_call>'
+
+
+def test_optional_keys_are_the_models_choice_in_schema_order():
+    state = machine.advance(machine.start(tool_call_shape()),
+                            '<tool_call>{"name":"search_products","arguments":{"query":"dress')
+    assert machine.advance(state, '","c') and machine.advance(state, '","s') and machine.advance(state, '"}}')
+    assert not machine.advance(state, '","q')                            # no key twice
+    after_size = machine.advance(state, '","size":"L')
+    assert machine.forced(after_size) == '"}}</tool_call>'               # color may not come after size
+    enum = machine.advance(state, '","color":"')
+    assert machine.advance(enum, "blue") and not machine.advance(enum, "bluish")
+
+
+def test_placeable_leaves_a_quote_and_its_choice_to_one_token():
+    state = machine.advance(machine.start(tool_call_shape()),
+                            '<tool_call>{"name":"search_products","arguments":{"query":"dress","color":"blue')
+    assert machine.forced(state) == '"' and machine.placeable(state) == ""   # the model writes `","` or `"}}`
+
+
+@pytest.fixture(scope="module")
+def twins():
+    return sprout_twins()
+
+
+@pytest.mark.parametrize("which", ["bd", "ar"])
+def test_tiny_sprout_writes_a_call_that_parses(twins, which):
+    backend = twins[0 if which == "bd" else 1]
+    for prompt in ("Please add a blue dress in size L to the cart.", "Look up customer Cleo Abbott.", "x"):
+        ids = backend.encode_chat([{"role": "user", "content": prompt}])
+        result = run(backend, ids, CONFIG)
+        assert result.schema_error == ""
+        assert not isinstance(parse_call(result.text), ParseError), result.text
+        check_frames(result.frames, backend.mask_id)
+        first = result.frames[0]
+        assert first.prefilled[:4] == [0, 1, 2, 3]          # `<tool_call>{"name":"` before any forward
+        assert result.stats.nfe == result.frames[-1].nfe
+
+
+def test_the_unscaffolded_twin_is_left_as_it_was(twins):
+    backend = twins[0]
+    ids = backend.encode_chat([{"role": "user", "content": "Look up customer Cleo Abbott."}])
+    result = run(backend, ids, CONFIG.replace(scaffold=False))
+    assert all(f.prefilled == [] for f in result.frames)
+
+
+def test_extend_is_one_forward_with_the_logits_of_one_step_per_token(twins):
+    ar = twins[1]
+    prompt = ar.encode_chat([{"role": "user", "content": "Find a navy jacket."}])
+    tokens = ar.tokenizer.encode('<tool_call>{"name":"')
+    ar.prefill(torch.tensor([prompt]))
+    stepped = [ar.step(t) for t in tokens][-1]
+    ar.prefill(torch.tensor([prompt]))
+    extended = ar.extend(tokens)
+    torch.testing.assert_close(extended, stepped, rtol=1e-4, atol=1e-4)
+
+
+def test_jump_forward_counts_one_forward_per_extend(twins):
+    ar = twins[1]
+    ids = ar.encode_chat([{"role": "user", "content": "View the cart."}])
+    result = run(ar, ids, CONFIG)
+    decided = sum(len(f.committed) for f in result.frames)
+    assert result.stats.nfe == len(result.frames) == decided                  # one model token per forward
+    assert len(result.token_ids) > decided                                    # the rest came in by extend
+
+
+def fuzzed_prompt(rng) -> list[dict[str, str]]:
+    words = [WORDS[int(i)] for i in torch.randint(len(WORDS), (int(torch.randint(0, 12, (1,), generator=rng)),),
+                                                   generator=rng)]
+    messages = [{"role": "user", "content": " ".join(words)}]
+    if torch.rand(1, generator=rng) < 0.4:
+        messages += [{"role": "assistant", "content": '<tool_call>{"name":"view_cart","arguments":{}}</tool_call>'},
+                     {"role": "tool", "content": json.dumps({"items": words[:2], "total": 3})}]
+    return messages
+
+
+FUZZ_PROMPTS = 300   # in the test; the 10,000-prompt run is `python -m engine.bench fuzz` (models/README.md)
+
+
+def test_fuzzed_prompts_through_the_scaffold_never_give_a_parse_error():
+    rng = torch.Generator().manual_seed(0)
+    failures = []
+    for i in range(FUZZ_PROMPTS):
+        backend = RandomLogits("diffusion" if i % 2 else "autoregressive", seed=i, scale=1.0 + i % 5)
+        result = run(backend, backend.encode_chat(fuzzed_prompt(rng)), CONFIG.replace(seed=i))
+        parsed = parse_call(result.text)
+        if isinstance(parsed, ParseError) or result.schema_error:
+            failures.append((result.text, result.schema_error))
+    assert failures == []
+
+
+def test_an_unbounded_string_stops_at_its_budget():
+    wordy = '{"note":"' + "a" * 400 + '"}'                                      # the model never closes the value
+    schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    # the AR fake predicts by its own step count, so its target is the value's letters alone
+    for backend in (FakeDiffusionBackend(wordy), FakeARBackend("a" * 400)):
+        result = run(backend, backend.tokenizer.encode("hi"), CONFIG.replace(gen_length=256, scaffold=False,
+                                                                              schema=schema))
+        assert result.schema_error == ""
+        assert json.loads(result.text) == {"note": "a" * STRING_CHARS}
+
+
+def test_a_canvas_too_short_is_a_sentence_not_a_broken_answer():
+    schema = {"type": "object", "properties": {"note": {"type": "string", "minLength": 40}}, "required": ["note"]}
+    backend = FakeDiffusionBackend('{"note":"' + "b" * 60 + '"}')
+    result = run(backend, backend.tokenizer.encode("hi"), CONFIG.replace(gen_length=32, schema=schema))
+    assert "ran out of room" in result.schema_error and result.schema_error.endswith(".")
+
+
+@pytest.mark.parametrize("schema, words", [
+    ({"type": "object", "properties": {"a": {"$ref": "#/b"}}}, "$ref"),
+    ({"type": "string", "pattern": "("}, "pattern"),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "email", "uniqueItems": True}}},
+     "uniqueItems"),
+    ({"type": "integer", "minimum": 5, "maximum": 3}, "No whole number"),
+    ({"type": "array"}, "items"),
+    ({}, "any value"),
+    ("not a schema", "JSON object"),
+], ids=["ref", "bad-pattern", "unknown-keyword", "empty-range", "array-without-items", "anything", "a-string"])
+def test_schemas_the_scaffold_cannot_follow_are_sentences(schema, words):
+    problem = schema_problem(schema)
+    assert problem and words in problem and problem[0].isupper() and problem.endswith(".")
+    with pytest.raises(ConfigError) as raised:
+        GenerationConfig(schema=schema)
+    assert str(raised.value) == problem
+
+
+def test_budgets_come_from_the_schema():
+    shape = compile_schema({"type": "object", "properties": {
+        "q": {"type": "integer", "minimum": 1, "maximum": 9}, "s": {"type": "string", "maxLength": 5},
+        "n": {"type": "integer", "minimum": -120, "maximum": 40}}})
+    (_, q, _), (_, s, _), (_, n, _) = shape.keys
+    assert (q.max_chars, s.max_chars, n.max_chars) == (1, 5, 4)
+
+
+def test_frames_keep_prefilled_and_read_old_dicts():
+    frame = Frame(nfe=1, block=0, round=0, committed=[(4, 7, 0.9)], canvas=[1, 2, 3, 4, 7], elapsed_s=0.1,
+                  prefilled=[0, 1, 2, 3])
+    assert Frame.from_dict(json.loads(json.dumps(frame.to_dict()))) == frame
+    old = {k: v for k, v in frame.to_dict().items() if k != "prefilled"}
+    assert Frame.from_dict(old).prefilled == []
+    assert Result.from_dict({"token_ids": [], "text": "", "frames": [], "stats": {
+        "nfe": 0, "new_tokens": 0, "tokens_per_forward": 0.0, "seconds": 0.0, "tokens_per_s": 0.0,
+        "first_token_s": None, "stop_reason": "eos"}}).schema_error == ""
+
+
+def test_bench_runs_both_modes_in_one_run_with_forwards_per_call():
+    tasks = load_heldout_tasks()[:2]
+    config = GenerationConfig(gen_length=256, block_size=32, steps=32, sampler="threshold", threshold=0.9)
+    report = run_agent_benchmark({"A": oracle_diffusion(tasks), "B": babbling_ar()}, tasks, attempts=1,
+                                 config=config, system=None, scaffold=True)
+    models = report["models"]
+    assert list(models) == ["A", "B", "A (scaffold)", "B (scaffold)"]
+    assert [m["scaffold"] for m in models.values()] == [False, False, True, True]
+    assert models["A (scaffold)"]["successes"] == models["A"]["successes"] == 2
+    assert models["B"]["errors"].get("parse_error") and "parse_error" not in models["B (scaffold)"]["errors"]
+    assert models["A (scaffold)"]["forwards_per_call"] < models["A"]["forwards_per_call"]
+    assert report["scaffold"] is True and report["median_ratio_scaffold"] == pytest.approx(
+        models["A (scaffold)"]["median_task_s"] / models["B (scaffold)"]["median_task_s"])
