@@ -2,6 +2,7 @@
 
     python -m engine.bench agent --model A [--baseline B] [--tasks 49] [--attempts 3] [--json]
     python -m engine.bench decode --model NAME [--reference]    (engine/bench_decode.py)
+    python -m engine.bench fuzz --model NAME [--prompts 10000]  (engine/bench_scaffold.py)
 
 `agent` runs the fixed held-out tasks (engine/world/heldout_tasks.json): every attempt of a
 task uses its own seed, both models run in this one process, interleaved per task (their order
@@ -214,6 +215,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("decode", help="decoding speed against the reference loops (engine/bench_decode.py)")
+    sub.add_parser("fuzz", help="fuzzed prompts through scaffolded tool calls: parse errors (engine/bench_scaffold.py)")
     sub.add_parser("api", help="load on an OpenAI-compatible server: req/s, TTFT, tok/s (engine/bench_api.py)")
     agent = sub.add_parser("agent", help="success and speed on the held-out agent tasks")
     agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
@@ -250,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         from engine.bench_decode import main as decode_main
 
         return decode_main(argv[1:])
+    if argv[:1] == ["fuzz"]:                                                   # its parser: engine/bench_scaffold.py
+        from engine.bench_scaffold import main as fuzz_main
+
+        return fuzz_main(argv[1:])
     if argv[:1] == ["api"]:                                                    # its own parser: engine/bench_api.py
         from engine.bench_api import main as api_main
 
