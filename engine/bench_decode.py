@@ -10,7 +10,8 @@ randomly initialised Qwen2 (--hidden 128, --layers 2, the tiny character tokeniz
 engine/upstream/tiny.py) wired as that upstream model is (bidirectional or block-causal, logit
 shift or not), built here. `--decoding` defaults to the one the model follows. Numbers per run
 (engine, reference): forwards, answer tokens (at most gen_length per prompt), tokens/forward,
-seconds (each prompt's best of `--repeats`, summed), tokens/s; overhead = engine s / reference s,
+seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
+an accelerator: clock_for), tokens/s; overhead = engine s / reference s,
 and per forward (Fast-dLLM v2 upstream decodes gen_length // block + P // block blocks, the
 engine up to the block holding gen_length, so its forwards can outnumber the reference's); and
 whether the engine produced the reference's canvases, round for round (for Fast-dLLM v2 the
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from engine.trace import ConfigError, GenerationConfig
 
@@ -147,13 +150,23 @@ def same_rounds(ours: list[list[int]], theirs: list[list[int]], prefix: bool) ->
 
 # --------------------------------------------------------------------------- timing
 
+def clock_for(device) -> tuple[str, Any]:
+    """On the CPU the process's own CPU time (other jobs on a shared machine do not count; one
+    thread with OMP_NUM_THREADS=1), on an accelerator the wall clock (the device's work is
+    not CPU time; the rounds' .tolist() / .cpu() wait for it)."""
+    if torch.device(device).type == "cpu":
+        return "process CPU time", time.process_time
+    return "wall clock", time.perf_counter
+
+
 def _engine_once(backend, prompt: list[int], config: GenerationConfig) -> tuple[list, int, int, float]:
     """(canvases, forwards, answer tokens, seconds) of one generation."""
     from engine.generate import run
 
-    started = time.perf_counter()
+    clock = clock_for(backend.device)[1]
+    started = clock()
     result = run(backend, prompt, config)
-    seconds = time.perf_counter() - started
+    seconds = clock() - started
     return [f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds
 
 
@@ -162,9 +175,10 @@ def _reference_once(backend, prompt: list[int], config: GenerationConfig,
     from engine.metrics import Ends
     from engine.upstream.device import OnDevice
 
-    started = time.perf_counter()
+    clock = clock_for(backend.device)[1]
+    started = clock()
     rounds = REFERENCES[decoding](OnDevice(backend.model), prompt, config, backend.mask_id)
-    seconds = time.perf_counter() - started
+    seconds = clock() - started
     tokens = len(Ends.of(backend).answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts
     return rounds, len(rounds), tokens, seconds
 
@@ -194,7 +208,8 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
                 last[name][i] = runners[name](prompt)
                 best[name][i] = min(best[name][i], last[name][i][3])
     report: dict[str, Any] = {"model": backend.name, "device": str(backend.device), "prompts": len(prompts),
-                              "decoding": reference, "config": config.to_dict(), "repeats": repeats}
+                              "decoding": reference, "config": config.to_dict(), "repeats": repeats,
+                              "clock": clock_for(backend.device)[0]}
     for name in runners:
         report[name] = _numbers(sum(r[1] for r in last[name]), sum(r[2] for r in last[name]), sum(best[name]))
     if reference:
@@ -210,7 +225,7 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
 def table(report: dict[str, Any]) -> str:
     keys = ("forwards", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s")
     lines = [f"{report['model']} on {report['device']}, {report['prompts']} prompts, each one's best of "
-             f"{report['repeats']}",
+             f"{report['repeats']} ({report['clock']})",
              f"{'':10}" + "".join(f"{k:>20}" for k in keys)]
     for name in ("engine", "reference"):
         if name in report:
