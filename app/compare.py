@@ -43,6 +43,9 @@ from .widgets import (
 )
 
 COMPARE_OUTPUTS = ("panel_diffusion", "panel_baseline", "table", "race", "status")
+SCAFFOLD_INFO = ("Both answers are one tool call whose fixed text (tags, keys, quotes, braces) is known in advance: "
+                 "the diffusion model finds it pre-filled and decodes only the values; the AR baseline appends each "
+                 "known run in one forward (jump-forward) and decodes the values token by token. Like with like.")
 FAIRNESS_NOTE = (
     "**How the race shares the machine:** both models run in one worker thread, *interleaved*: one forward "
     "of the diffusion model, then one forward of the AR baseline, in turn, until both finish. They never "
@@ -235,6 +238,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                         placeholder="Enter races, Shift+Enter starts a new line")
     with gr.Accordion("Generation settings", open=False, elem_id="compare-settings"):
         controls = generation_controls("compare", DEFAULTS, ctx=ctx)
+    controls["scaffold"] = gr.Checkbox(False, label="Scaffolded tool call (both models)", elem_id="compare-scaffold",
+                                       info=SCAFFOLD_INFO)
     with gr.Row():
         race_btn = gr.Button("Race", variant="primary", elem_id="race")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")

@@ -109,7 +109,8 @@ class TraceView:
             if self.kind == "diffusion":
                 items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
             else:
-                items.append(f"token {frame.nfe}/{self.gen_length}")   # AR: one token per forward
+                # AR: the tokens written so far (one per forward, more where a scaffold jumps forward)
+                items.append(f"token {len(frame.canvas)}/{self.gen_length}")
             items.append(f"frame {index + 1}/{len(self.frames)}")
         elif mode == "replay":
             items.append("before the first forward")

@@ -1,7 +1,8 @@
 """Chat's "JSON schema" box and the Agent tab's "scaffolded" mode, called as plain handlers with
 fake backends: a schema that cannot be one is a sentence (never a traceback), a filled schema
 makes the answer JSON that follows it, shown formatted, with the scaffold's cells drawn as
-pre-filled; the Agent's switch reaches the run's config."""
+pre-filled; the Agent's and Compare's switches reach the run's config (Compare's AR side then
+jumps forward)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import pytest
 
 from app.agent_tab import AgentHandlers
 from app.chat import CHAT_OUTPUTS, ChatHandlers
+from app.compare import CompareHandlers
 from app.structured import EXAMPLE_PROMPT, EXAMPLE_SCHEMA, EXAMPLE_TEXT, parse_schema, shown_json
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.tasks import make_task
 from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
+from tests.scaffold_models import RandomLogits
 from tests.world.scripted import oracle_target, world_format
 
 OUT = {name: i for i, name in enumerate(CHAT_OUTPUTS)}
@@ -121,4 +124,25 @@ def test_the_agents_scaffolded_mode_sets_scaffold_on_the_runs_config(tmp_path):
         assert bool(prefilled) is scaffold                       # the scaffold wrote the calls' fixed text
         panels = [u[0] for u in updates if isinstance(u[0], str)]
         assert any("dp-pre" in p for p in panels) is scaffold
+    context.close()
+
+
+# -- Compare ------------------------------------------------------------------------------------
+def test_a_scaffolded_race_prefills_both_sides_and_the_ar_baseline_jumps_forward(tmp_path):
+    # model-free backends with seeded random logits: every value the scaffold leaves open is chance
+    backends = {"random-bd": RandomLogits("diffusion"), "random-ar": RandomLogits("autoregressive")}
+    context = fake_context(tmp_path, backends=backends)
+    settings = {**SETTINGS, "gen_length": 64, "block_size": 16, "steps": 16}
+    for scaffold in (False, True):
+        updates = list(CompareHandlers(context, updates_per_second=1e9).run(
+            "Show me my cart.", "random-bd", "random-ar", settings={**settings, "scaffold": scaffold}))
+        panel_a, panel_b = final(updates)[:2]
+        assert ("dp-pre" in panel_a, "dp-pre" in panel_b) == (scaffold, scaffold)
+        conversation = context.store.list_conversations(kind="compare")[0]["id"]
+        diffusion, baseline = [t["generation"] for t in context.store.get_conversation(conversation)["turns"][1:]]
+        assert all(g.text.startswith("<tool_call>{\"name\":\"") for g in (diffusion, baseline)) is scaffold
+        # AR: one forward per token, unless each known run of text is appended in one forward
+        written = len(baseline.frames[-1].canvas)
+        assert (baseline.stats.nfe < written) is scaffold, (baseline.stats.nfe, written)
+        assert f"token {written}/64" in panel_b                  # the header counts tokens, not forwards
     context.close()
