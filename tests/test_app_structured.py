@@ -14,7 +14,8 @@ import pytest
 from app.agent_tab import AgentHandlers
 from app.chat import CHAT_OUTPUTS, ChatHandlers
 from app.compare import CompareHandlers
-from app.structured import EXAMPLE_PROMPT, EXAMPLE_SCHEMA, EXAMPLE_TEXT, parse_schema, shown_json
+from app.sessions_tab import SessionsHandlers
+from app.structured import EXAMPLE_PROMPT, EXAMPLE_SCHEMA, EXAMPLE_TEXT, load_example, parse_schema, shown_json
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.tasks import make_task
 from tests.e2e.app_fakes import fake_context
@@ -71,6 +72,11 @@ def test_a_box_that_is_not_a_schema_is_a_sentence(text, words):
     assert str(caught.value).endswith(".") and "Traceback" not in str(caught.value)
 
 
+@pytest.mark.parametrize("length, expected", [(64, 128), (256, 256), ("", 128)], ids=["raised", "kept", "empty"])
+def test_loading_the_example_fills_schema_and_prompt_and_makes_room_for_its_answer(length, expected):
+    assert load_example(length) == (EXAMPLE_TEXT, EXAMPLE_PROMPT, expected)
+
+
 def test_the_answer_is_shown_as_formatted_json_or_said_not_to_be_json():
     assert shown_json('{"size":"M","gift":false}') == '```json\n{\n  "size": "M",\n  "gift": false\n}\n```'
     assert shown_json('{"size": ').endswith("(This answer is not valid JSON.)")
@@ -102,6 +108,10 @@ def test_chat_with_a_schema_answers_in_json_that_follows_it(tmp_path):
     assert any(f.prefilled for f in shown[OUT["trace"]].frames)
     stored = context.store.get_conversation(shown[OUT["conversation_id"]])
     assert stored["turns"][-1]["generation"].frames[-1].prefilled                    # kept for replays
+    sessions = SessionsHandlers(context)                          # opened again from the Sessions tab
+    _, turns, conversation, _ = sessions.open(str(shown[OUT["conversation_id"]]))
+    panel = sessions.show_turn(conversation, turns.value)[2]
+    assert panel.count("dp-cell dp-pre") == shown[OUT["panel"]].count("dp-cell dp-pre") > 0
     context.close()
 
 
