@@ -409,6 +409,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
-    schema_example.click(load_example, [controls["gen_length"]], [schema, prompt, controls["gen_length"]],
-                         api_visibility="private", **QUIET)
+    schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
+                         [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
     return {"model": model}

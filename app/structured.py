@@ -43,13 +43,20 @@ INFO = ("Leave empty for a free answer. Filled: the answer is JSON that matches 
         "decides only the values. Tool calls are off while a schema is set.")
 
 
-def load_example(gen_length: Any) -> tuple[str, str, int]:
-    """The example button: (schema text, prompt, generation length at least EXAMPLE_LENGTH)."""
+def load_example(gen_length: Any, block_size: Any = 1) -> tuple[str, str, int]:
+    """The example button: (schema text, prompt, generation length): the length is kept when it is
+    at least EXAMPLE_LENGTH, else raised to the first multiple of the block size from there."""
+    current, block = (_whole(gen_length, 0), max(1, _whole(block_size, 1)))
+    if current >= EXAMPLE_LENGTH:
+        return EXAMPLE_TEXT, EXAMPLE_PROMPT, current
+    return EXAMPLE_TEXT, EXAMPLE_PROMPT, -(-EXAMPLE_LENGTH // block) * block
+
+
+def _whole(value: Any, fallback: int) -> int:
     try:
-        current = int(float(gen_length))
+        return int(float(value))
     except (TypeError, ValueError, OverflowError):
-        current = 0
-    return EXAMPLE_TEXT, EXAMPLE_PROMPT, max(current, EXAMPLE_LENGTH)
+        return fallback
 
 
 def parse_schema(text: Any) -> dict[str, Any] | None:
@@ -65,6 +72,9 @@ def parse_schema(text: Any) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"The JSON schema is not valid JSON: {exc.msg.lower()} at line {exc.lineno}, column "
                           f"{exc.colno}. Fix it, load the example, or empty the box for a free answer.") from None
+    except RecursionError:
+        raise ConfigError("The JSON schema is nested too deeply to read; a schema the scaffold can follow "
+                          "nests a few levels.") from None
     if not isinstance(schema, dict):
         raise ConfigError(f"The JSON schema must be a JSON object such as {{\"type\": \"object\", ...}}, got "
                           f"{_kind(schema)}.")

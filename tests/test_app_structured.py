@@ -65,16 +65,18 @@ def test_an_empty_box_means_a_free_answer_and_the_example_is_a_schema_the_engine
     ('["a", "b"]', "got an array"),
     ('"object"', "got a string"),
     ('{"title": "no shape"}', 'give it a "type"'),
-], ids=["cut-short", "single-quotes", "array", "string", "no-type"])
+    ("[" * 5000, "nested too deeply"),
+], ids=["cut-short", "single-quotes", "array", "string", "no-type", "deep"])
 def test_a_box_that_is_not_a_schema_is_a_sentence(text, words):
     with pytest.raises(ConfigError, match=words) as caught:
         parse_schema(text)
     assert str(caught.value).endswith(".") and "Traceback" not in str(caught.value)
 
 
-@pytest.mark.parametrize("length, expected", [(64, 128), (256, 256), ("", 128)], ids=["raised", "kept", "empty"])
-def test_loading_the_example_fills_schema_and_prompt_and_makes_room_for_its_answer(length, expected):
-    assert load_example(length) == (EXAMPLE_TEXT, EXAMPLE_PROMPT, expected)
+@pytest.mark.parametrize("length, block, expected", [(64, 16, 128), (256, 16, 256), ("", 16, 128), (96, 12, 132)],
+                         ids=["raised", "kept", "empty", "a-multiple-of-the-block"])
+def test_loading_the_example_fills_schema_and_prompt_and_makes_room_for_its_answer(length, block, expected):
+    assert load_example(length, block) == (EXAMPLE_TEXT, EXAMPLE_PROMPT, expected)
 
 
 def test_the_answer_is_shown_as_formatted_json_or_said_not_to_be_json():
