@@ -84,3 +84,18 @@ def test_the_replay_carries_prefilled_positions_and_names_them_in_its_legend():
     assert "pre-filled by the schema (dotted, hatched)" in page
     player = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
     assert "dp-pre" in player and "prefilled" in player
+
+
+def test_the_latex_export_names_the_grey_of_prefilled_tokens():
+    from visualizer.latex import latex_document
+
+    frames = scaffolded_frames()
+    result = Result(token_ids=frames[-1].canvas, text='{"size": "M"}', frames=frames,
+                    stats=Stats(nfe=2, new_tokens=6, tokens_per_forward=3.0, seconds=0.02, tokens_per_s=300.0,
+                                first_token_s=0.01, stop_reason="length"), mask_id=MASK, pieces=dict(PIECES))
+    document = latex_document(result, "t", "p", "m")
+    assert "\\textcolor{dpfill}{\\rule{0.8em}{0.8em}~pre-filled by the schema}" in document
+    assert "\\textcolor{dpfill}{size}" in document and "\\textcolor{dpround0}{M}" in document
+    for frame in frames:
+        frame.prefilled = []
+    assert "pre-filled" not in latex_document(result, "t", "p", "m")

@@ -82,7 +82,10 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     body = "".join(
         f"\\textcolor{{{colour_of[r] if r is not None else 'dpfill'}}}{{{latex_escape(text)}}}" for r, text in spans
     )
-    legend = ", ".join(f"\\textcolor{{{colour_of[r]}}}{{\\rule{{0.8em}}{{0.8em}}~round {r + 1}}}" for r in used)
+    keys = [f"\\textcolor{{{colour_of[r]}}}{{\\rule{{0.8em}}{{0.8em}}~round {r + 1}}}" for r in used]
+    if any(frame.prefilled for frame in result.frames):     # placed by a schema scaffold: no round, grey
+        keys.append("\\textcolor{dpfill}{\\rule{0.8em}{0.8em}~pre-filled by the schema}")
+    legend = ", ".join(keys)
     stats = result.stats
     stat_line = (f"{stats.new_tokens} tokens, {stats.nfe} forwards ({stats.tokens_per_forward:.2f} tokens per "
                  f"forward), {stats.seconds:.3f} s ({stats.tokens_per_s:.1f} tokens/s), stopped by "
