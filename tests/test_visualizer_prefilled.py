@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from engine.trace import Frame, Result, Stats
 from tests.test_visualizer_grid import parse
+from tests.test_visualizer_traces import make_frames
 from visualizer.grid import GRID_CSS, legend_html, prefilled_positions, render_grid
 from visualizer.replay import standalone_replay_html
 
@@ -99,3 +102,21 @@ def test_the_latex_export_names_the_grey_of_prefilled_tokens():
     for frame in frames:
         frame.prefilled = []
     assert "pre-filled" not in latex_document(result, "t", "p", "m")
+
+
+def test_plots_count_placed_tokens_apart_and_end_on_the_runs_numbers():
+    from engine.metrics import Ends, numbers
+    from visualizer.plots import answer_placed, commits_per_forward, race_plot
+
+    frames = scaffolded_frames()
+    ends = Ends(frozenset(), None, MASK)
+    stats = numbers(frames, ends, "length")
+    assert answer_placed(frames, ends) == [5, 0]                     # listed again in frame 2: counted once
+    bars_decided, line, bars_placed = commits_per_forward(frames, ends).data
+    assert list(bars_decided.y) == [0, 1] and list(bars_placed.y) == [5, 0]
+    assert sum(bars_decided.y) + sum(bars_placed.y) == stats.new_tokens == 6
+    assert list(line.y)[-1] == pytest.approx(stats.tokens_per_forward)
+    race = race_plot(frames, frames, ends=(ends, ends))
+    assert list(race.data[0].y) == [0, 5, 6] and "pre-filled" in race.layout.yaxis.title.text
+    plain = race_plot(make_frames(), make_frames())
+    assert "pre-filled" not in plain.layout.yaxis.title.text and len(commits_per_forward(make_frames()).data) == 2

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from markupsafe import escape
 
-from engine.metrics import LABELS, Ends, answer_commits, answer_progress
+from engine.metrics import LABELS, Ends, answer_commits
 from engine.trace import Frame
 
 from .grid import decision_matrix, visible_piece
@@ -81,29 +81,60 @@ def decision_heatmap(
     return fig
 
 
+def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
+    """Answer tokens a schema scaffold placed with each frame (Frame.prefilled, first listed),
+    judged against the last frame's canvas as answer_commits is. The answer's tokens are the ones
+    decided plus the ones placed, so the two counts add up to engine/metrics.py's answer tokens."""
+    if not frames:
+        return []
+    answer = set(ends.answer_positions(frames[-1].canvas))
+    seen: set[int] = set()
+    out = []
+    for frame in frames:
+        new = {p for p in frame.prefilled if p in answer} - seen
+        seen |= new
+        out.append(len(new))
+    return out
+
+
 def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go.Figure:
-    """Bars: answer tokens decided by each forward. Line: running tokens per forward (answer
-    tokens so far / NFE), which ends on the run's own tokens per forward (engine/metrics.py)."""
+    """Bars: answer tokens decided by each forward (stacked on them, for a scaffolded run, the
+    tokens its scaffold placed). Line: running tokens per forward (answer tokens so far / NFE),
+    which ends on the run's own tokens per forward (engine/metrics.py)."""
     ends = _ends(frames, ends)
     nfe = [f.nfe for f in frames]
     per_forward = answer_commits(frames, ends)
-    running = [total / f.nfe if f.nfe else 0.0 for f, total in zip(frames, answer_progress(frames, ends))]
+    placed = answer_placed(frames, ends)
+    totals = [d + p for d, p in zip(per_forward, placed)]
+    running, so_far = [], 0
+    for frame, total in zip(frames, totals):
+        so_far += total
+        running.append(so_far / frame.nfe if frame.nfe else 0.0)
     fig = go.Figure()
     fig.add_trace(go.Bar(x=nfe, y=per_forward, name="answer tokens decided by this forward",
                          hovertemplate="NFE %{x}: %{y} tokens<extra></extra>"))
     fig.add_trace(go.Scatter(x=nfe, y=running, name=f"{LABELS['tokens_per_forward']} so far", mode="lines",
                              hovertemplate="NFE %{x}: %{y:.2f} tokens/forward<extra></extra>"))
+    if any(placed):
+        fig.add_trace(go.Bar(x=nfe, y=placed, name="pre-filled by the schema", marker_pattern_shape="/",
+                             hovertemplate="NFE %{x}: %{y} tokens pre-filled<extra></extra>"))
     fig.update_layout(
-        title={"text": "Answer tokens decided per forward"}, xaxis_title=LABELS["nfe"], yaxis_title="answer tokens",
-        xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max(per_forward, default=1)),
+        title={"text": "Answer tokens decided (and pre-filled) per forward" if any(placed) else
+               "Answer tokens decided per forward"}, xaxis_title=LABELS["nfe"], yaxis_title="answer tokens",
+        xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max(totals, default=1)), barmode="stack",
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
     )
     return fig
 
 
 def _cumulative(frames: Sequence[Frame], ends: Ends) -> tuple[list[float], list[int]]:
-    # Start at (0 s, 0 tokens) so both runs leave from the same point.
-    return [0.0] + [f.elapsed_s for f in frames], [0] + answer_progress(frames, ends)
+    # Start at (0 s, 0 tokens) so both runs leave from the same point; a scaffold's placed
+    # tokens count as they appear (they are answer tokens, engine/metrics.py).
+    totals, so_far = [], 0
+    for decided, placed in zip(answer_commits(frames, ends), answer_placed(frames, ends)):
+        so_far += decided + placed
+        totals.append(so_far)
+    return [0.0] + [f.elapsed_s for f in frames], [0] + totals
 
 
 def race_plot(
@@ -112,10 +143,12 @@ def race_plot(
     labels: tuple[str, str] = ("diffusion", "autoregressive"),
     ends: tuple[Ends | None, Ends | None] = (None, None),
 ) -> go.Figure:
-    """Answer tokens decided against model time for a diffusion run and an AR run of the same
-    prompt; `ends` names each run's EOS / pad ids so neither counts its end (engine/metrics.py)."""
+    """Answer tokens on the canvas (decided, or placed by a scaffold) against model time for a
+    diffusion run and an AR run of the same prompt; `ends` names each run's EOS / pad ids so
+    neither counts its end (engine/metrics.py)."""
     fig = go.Figure()
     top = 1
+    scaffolded = any(f.prefilled for f in (*diff_frames, *ar_frames))
     for frames, label, end in ((diff_frames, labels[0], ends[0]), (ar_frames, labels[1], ends[1])):
         times, decided = _cumulative(frames, _ends(frames, end))
         top = max(top, decided[-1])
@@ -124,8 +157,9 @@ def race_plot(
             hovertemplate="%{x:.3f} s: %{y} tokens<extra>" + str(escape(label)) + "</extra>",
         ))
     fig.update_layout(
-        title={"text": "Answer tokens decided over model time"}, xaxis_title=f"{LABELS['seconds']} (s)",
-        yaxis_title="answer tokens decided", yaxis=integer_axis(top),
+        title={"text": "Answer tokens over model time"}, xaxis_title=f"{LABELS['seconds']} (s)",
+        yaxis_title="answer tokens (decided or pre-filled)" if scaffolded else "answer tokens decided",
+        yaxis=integer_axis(top),
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
     )
     return fig
