@@ -28,6 +28,7 @@ from engine.scaffold.schema import Alt, Arr, Int, Lit, Num, Obj, Seq, Str, dumps
 DIGITS = "0123456789"
 FORCED_CHARS = 4096        # a forced run longer than this is a schema bug, not text
 SEARCH_NODES = 4000        # strings tried when searching for a pattern's completion
+CACHED_STATES = 1 << 16    # states are immutable: a call's skeleton recurs across turns and episodes
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,7 @@ def start(shape: Any) -> State:
     return tuple(dict.fromkeys(_expand((shape,))))
 
 
+@lru_cache(maxsize=CACHED_STATES)
 def advance(state: State, text: str) -> State:
     """The state after `text`; empty when `text` cannot come next."""
     for char in text:
@@ -282,6 +284,7 @@ def _next_chars(stack: Stack) -> set[str] | None:
     return None
 
 
+@lru_cache(maxsize=CACHED_STATES)
 def forced(state: State) -> str:
     """The text that must come next whatever the model does: the characters up to the next
     place where a choice is open (or the end)."""
@@ -303,6 +306,7 @@ def forced(state: State) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=CACHED_STATES)
 def placeable(state: State) -> str:
     """The forced text the scaffold writes now: all of it, except a trailing run of punctuation
     when what may follow it starts with punctuation too. A byte-level BPE writes `","` or `"}}`

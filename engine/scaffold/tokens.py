@@ -36,6 +36,7 @@ class Pieces:
         texts = [self._decode([i]) for i in range(len(tokenizer))]
         # a piece that is part of a multi-byte character, or empty, cannot be checked character by character
         self.text = [None if (i in special or not t or "\ufffd" in t) else t for i, t in enumerate(texts)]
+        self._encoded: dict[str, list[int]] = {}                               # forced texts recur call after call
 
     def _decode(self, ids: list[int]) -> str:
         try:
@@ -51,6 +52,11 @@ class Pieces:
 
     def encode(self, text: str) -> list[int]:
         """Ids that write exactly `text` (the tokenizer's own split when it round-trips)."""
+        if text not in self._encoded:
+            self._encoded[text] = self._split(text)
+        return list(self._encoded[text])
+
+    def _split(self, text: str) -> list[int]:
         if not text:
             return []
         try:
