@@ -150,3 +150,31 @@ def test_the_exported_replay_draws_prefilled_cells(browser, tmp_path):
     assert grid.locator(".dp-pre").first.evaluate(STYLE_JS) == ["dotted", True]
     expect(page.locator(".dp-legend")).to_contain_text("pre-filled by the schema")
     page.close()
+
+
+def test_hostile_text_in_a_schema_stays_text_in_the_canvas_and_the_answer(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    from tests.e2e.app_fakes import XSS
+    from tests.e2e.test_browser import watch_for_scripts
+
+    schema = {"type": "object", "properties": {"tag": {"enum": [XSS]}}, "required": ["tag"]}
+    backend = FakeDiffusionBackend(json.dumps({"tag": XSS}, separators=(",", ":")), name="fake-bd")
+    ctx = fake_context(tmp_path, backends={"fake-bd": backend})
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport={"width": 1440, "height": 960})
+        dialogs = watch_for_scripts(page)
+        page.goto(url)
+        page.locator("#chat-schema-box").click()
+        page.locator("#chat-schema textarea").fill(json.dumps(schema))
+        page.locator("#prompt textarea").fill("Pick the tag")
+        page.locator("#send").click()
+        expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=30_000)
+        expect(page.locator("#chat-status")).to_contain_text("follows the JSON schema", timeout=20_000)
+        assert chatbot_json(page) == {"tag": XSS}                        # shown as text, formatted
+        # the whole enum member was placed by the scaffold, one escaped character per cell
+        assert "".join(page.locator("#live-panel .dp-cells .dp-pre").all_inner_texts()).replace("\u2423", " ") \
+            .startswith('{"tag":"' + XSS)
+        assert page.locator("#live-panel img, #chatbot img").count() == 0 and dialogs == []
+        page.close()
+    ctx.close()
