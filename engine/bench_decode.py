@@ -11,12 +11,10 @@ engine/upstream/tiny.py) wired as that upstream model is (bidirectional or block
 shift or not), built here. `--decoding` defaults to the one the model follows. Numbers per run
 (engine, reference): forwards, answer tokens (at most gen_length per prompt), tokens/forward,
 seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
-an accelerator: clock_for), tokens/s; overhead = engine s / reference s,
-and per forward (Fast-dLLM v2 upstream decodes gen_length // block + P // block blocks, the
-engine up to the block holding gen_length, so its forwards can outnumber the reference's); and
-whether the engine produced the reference's canvases, round for round (for Fast-dLLM v2 the
-reference's rounds and positions; for SDAR its rounds up to one where upstream rewrote a
-decided token).
+an accelerator: clock_for), tokens/s; overhead = engine s / reference s, and per forward (for a
+decoding whose forwards differ from the reference's); and whether the engine produced the
+reference's canvases, round for round (for SDAR up to a round where upstream rewrote a decided
+token).
 """
 
 from __future__ import annotations
@@ -134,9 +132,8 @@ REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
     "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
     "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2,
 }
-# Compare the reference's rounds only: Fast-dLLM v2 upstream decodes fewer blocks than the engine
-# (see the module docstring); SDAR's rounds stop where upstream rewrote a decided token.
-PREFIX_ONLY = ("fast_dllm_v2", "sdar")
+# Compare the reference's rounds only: SDAR's stop where upstream rewrote a decided token.
+PREFIX_ONLY = ("sdar",)
 
 
 def same_rounds(ours: list[list[int]], theirs: list[list[int]], prefix: bool) -> bool:

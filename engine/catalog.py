@@ -101,10 +101,12 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
     Decoding("sdar", "JetAstra/SDAR generate.py block_diffusion_generate @ c2041a8333333d685f6e15122c84f60f51f85ebd",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.85},
              "tests/test_upstream_sdar.py"),
-    # Fast-dLLM v2: SDAR's alignment, plus the greedy first token and 8-token sub-blocks.
+    # Fast-dLLM v2: SDAR's alignment, plus the greedy first token, 8-token sub-blocks, and its
+    # block count (gen_length // block + P // block: the prompt's tail counts toward gen_length).
     Decoding("fast_dllm_v2", "NVlabs/Fast-dLLM v2/generation_functions.py batch_sample (published after 24cc59e)",
              {"keep_mask_logit": True, "aligned_blocks": True, "greedy_first_token": True, "sub_block_size": 8,
-              "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9, "top_p": 0.95},
+              "tail_in_length": True, "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9,
+              "top_p": 0.95},
              "tests/test_upstream_fast_dllm_v2.py"),
     # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache.
     Decoding("llada2", "inclusionAI/LLaDA2.0-mini modeling_llada2_moe.py generate (hub; copy @ f1cb636 in "

@@ -190,11 +190,11 @@ def test_aligned_blocks_are_drawn_at_their_real_bounds():
     from visualizer.grid import block_bounds
 
     for prompt_length in range(1, 10):
-        for aligned in (True, False):
-            config = GenerationConfig(gen_length=8, block_size=4, aligned_blocks=aligned)
+        for aligned, tail_in_length in ((True, False), (True, True), (False, False)):
+            config = GenerationConfig(gen_length=8, block_size=4, aligned_blocks=aligned, tail_in_length=tail_in_length)
             slices = block_slices(prompt_length, config)
             expected = [(s.start, min(s.stop, 8)) for s in slices if s.start < 8]
-            assert block_bounds(8, 4, slices[-1].stop) == expected, (prompt_length, aligned)
+            assert block_bounds(8, 4, slices[-1].stop) == expected, (prompt_length, aligned, tail_in_length)
     frame = Frame(nfe=2, block=1, round=0, committed=[(1, 10, 0.9)], canvas=[11, 10] + [MASK] * 7, elapsed_s=0.1)
     html = render_grid([frame], PIECES, MASK, 8, 4, legend=False)               # a 3-token prompt: 9 positions
     sizes = [len(re.findall(r'class="dp-cell', part)) for part in html.split('class="dp-block')[1:]]

@@ -145,16 +145,18 @@ def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends:
 
 
 def block_bounds(gen_length: int, block_size: int, canvas_length: int = 0) -> list[tuple[int, int]]:
-    """The blocks' (start, stop) positions, clipped to gen_length. Aligned blocks (SDAR, Fast-dLLM
-    v2; engine.generate.block_slices) shorten the first block to f = size - P mod size and run the
-    canvas on to the end of the last block, gen_length + (f mod size) positions: so a canvas
-    longer than gen_length by e (0 < e < size) says the first block holds e positions. Any
-    other canvas (unaligned, or an autoregressive span still growing) has even blocks from 0."""
+    """The blocks' (start, stop) positions of a diffusion canvas, up to gen_length. Aligned blocks
+    (engine.generate.block_slices) shorten the first block to f = size - t, t = P mod size, and
+    make the canvas gen_length + (f mod size) positions long (SDAR, LLaDA2), or gen_length - t
+    (Fast-dLLM v2, tail_in_length): a canvas longer by e (0 < e < size) has a first block of e,
+    one shorter by t (0 < t < size) a first block of size - t. Any other length (unaligned, or
+    0 for an autoregressive span, which grows) means even blocks from 0."""
     size = max(1, block_size)
-    extra = canvas_length - gen_length
-    first = extra if 0 < extra < size else size
-    starts = [0, *range(first, gen_length, size)]
-    return [(start, min(stop, gen_length)) for start, stop in zip(starts, [*starts[1:], max(gen_length, 1)])]
+    extra = canvas_length - gen_length if canvas_length else 0
+    first = extra if 0 < extra < size else size + extra if -size < extra < 0 else size
+    end = min(gen_length, canvas_length) if canvas_length else gen_length
+    starts = [0, *range(first, end, size)]
+    return [(start, min(stop, end)) for start, stop in zip(starts, [*starts[1:], max(end, 1)])]
 
 
 def render_grid(
@@ -193,7 +195,7 @@ def render_grid(
         frame, shown = None, []
     rounds, nfes, confidences = decision_matrix(shown, gen_length)
     canvas = frame.canvas if frame is not None else []
-    bounds = block_bounds(gen_length, block_size, len(canvas))
+    bounds = block_bounds(gen_length, block_size, len(canvas) if mask_id is not None else 0)
     num_blocks = len(bounds)
     answer = set(ends.answer_positions(canvas))
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
