@@ -176,6 +176,7 @@ def render_grid(
     but then earlier commits have no round/confidence record and show as plain filled cells.
     Answer tokens decided in the shown frame are marked new, earlier ones are plain (paler when
     the model was less sure), undecided ones show a mask glyph; the active block is outlined.
+    Positions a schema scaffold placed (Frame.prefilled) are drawn as pre-filled, never as new.
     `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
     "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
     run has finished to show its own numbers. Blocks are drawn where the engine decoded them
