@@ -1,7 +1,8 @@
 """The issue-18 device check in one run: on randomly initialised small models of every upstream
-family (engine/bench_decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU), compare the
-engine's canvases with the reference loops of engine/upstream/ round for round over prompts x
-temperatures x steps, then run the decode benchmark with --reference; print one JSON object.
+family (engine/bench_decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU unless --dtype),
+compare the engine's canvases with the reference loops of engine/upstream/ round for round over
+prompts x temperatures x steps, then run the decode benchmark with --reference; print one JSON
+object.
 
     PYTHONPATH=. python scripts/cuda_check.py [--device cuda] [--hidden 256] [--layers 4]
         [--gen-length 32] [--block-size 16] [--repeats 5]
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--only", nargs="*", help="random model names to check (default: all)")
+    p.add_argument("--dtype", choices=("auto", "bfloat16", "float32"), default="auto",
+                   help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.base.pick_dtype)")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(json.dumps({"error": "CUDA is not available on this machine."}))
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                               "hidden": args.hidden, "layers": args.layers, "results": {}}
     for name in args.only or list(CHECKS):
         backend = random_backend(name, args.device, args.hidden, args.layers)
+        if args.dtype != "auto":
+            backend.model.to(getattr(torch, args.dtype))
         report["dtype"] = str(next(backend.model.parameters()).dtype)
         for decoding in CHECKS[name]:
             entry: dict[str, Any] = {"model": f"random:{name}"}

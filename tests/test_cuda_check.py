@@ -1,5 +1,5 @@
-"""scripts/cuda_check.py (the GPU check of issue 18) runs end to end on the CPU on tiny sizes:
-every case equal, the benchmark's numbers present. Not a timing test."""
+"""scripts/cuda_check.py (the GPU check of issue 18) runs end to end on the CPU on tiny sizes, in
+bf16 as on CUDA: every case equal, the benchmark's numbers present. Not a timing test."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def load_script():
 def test_the_check_runs_on_the_cpu(capsys):
     check = load_script()
     code = check.main(["--device", "cpu", "--hidden", "32", "--layers", "1", "--gen-length", "8", "--block-size", "4",
-                       "--repeats", "1", "--only", "llada", "fast_dllm_v2"])
+                       "--repeats", "1", "--only", "llada", "fast_dllm_v2", "--dtype", "bfloat16"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["dtype"] == "torch.float32" and report["gpu"] is None
+    assert report["dtype"] == "torch.bfloat16" and report["gpu"] is None          # the dtype CUDA runs in
     assert set(report["results"]) == {"llada", "fast_dllm_threshold", "fast_dllm_factor", "fast_dllm_v2"}
     for entry in report["results"].values():
         assert entry["equality"]["cases"] == 5 * 4 * 2           # prompts x temperatures x steps
