@@ -48,7 +48,7 @@ class TraceView:
         return cls(frames=[], pieces={}, mask_id=mask_id,
                    gen_length=config.gen_length, block_size=block_size_of(mask_id, config.block_size),
                    steps=config.steps if diffusion else None, kind=backend.kind, config=config, model=model,
-                   prompt=prompt, ends=Ends.of(backend))
+                   prompt=prompt, ends=Ends.of(backend, config.gen_length))
 
     @classmethod
     def from_result(cls, result: Result, config: GenerationConfig | dict[str, Any] | None, model: str = "",
@@ -64,7 +64,7 @@ class TraceView:
                    steps=cfg.get("steps") if diffusion else None,
                    kind="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
                    config=config, model=model, prompt=prompt,
-                   ends=Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id))
+                   ends=Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, gen_length))
 
     # -- live ---------------------------------------------------------------------------------
     def add(self, frame: Frame, backend: Any) -> None:
@@ -77,13 +77,13 @@ class TraceView:
         self.frames = list(result.frames)
         self.pieces.update(result.pieces)
         if result.eos_ids or self.ends is None:
-            self.ends = Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id)
+            self.ends = Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, self.gen_length)
 
     def partial_text(self, backend: Any) -> str:
         """The answer decided so far: up to the first EOS, masks and pad left out."""
         if not self.frames:
             return ""
-        return backend.decode(Ends.of(backend).answer_ids(self.frames[-1].canvas))
+        return backend.decode(Ends.of(backend, self.gen_length).answer_ids(self.frames[-1].canvas))
 
     # -- drawing ------------------------------------------------------------------------------
     def panel(self, mode: str = "live", upto: int | None = None) -> str:

@@ -49,3 +49,21 @@ def test_an_ar_trace_is_drawn_as_blocks_of_one_whichever_way_it_was_stored():
         assert view.block_size == 1 and view.kind == "autoregressive"
         html = view.panel("done", upto=2)
         assert html.count('class="dp-block dp-active"') == 1 and 'class="dp-block dp-active" data-block="2"' in html
+
+
+def test_a_canvas_past_gen_length_shows_only_gen_length_tokens():
+    """Aligned blocks (SDAR) decode past gen_length; the live text and the panel stop at it."""
+    import dataclasses
+
+    from tests.fakes import FakeDiffusionBackend
+
+    result = make_result()                                                     # gen_length 8 (CONFIG)
+    frames = [dataclasses.replace(f, canvas=f.canvas + [f.canvas[-1]]) for f in result.frames]
+    backend = FakeDiffusionBackend("abcdefghi")
+    trace = TraceView.for_run(backend, CONFIG, "m", "p")
+    trace.frames = frames
+    assert len(frames[-1].canvas) == 9
+    assert len(trace.partial_text(backend)) == len(backend.decode(frames[-1].canvas[:8]))
+    assert trace.ends.answer_positions(frames[-1].canvas) == list(range(8))
+    done = TraceView.from_result(dataclasses.replace(result, frames=frames), CONFIG)
+    assert done.ends.answer_positions(frames[-1].canvas) == list(range(8))
