@@ -68,8 +68,8 @@ def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: in
 
     spec = RANDOM_MODELS[name]
     dev = pick_device(device)
-    network = tiny.random_qwen2(causal=spec.causal, hidden=hidden, layers=layers, seed=0,
-                                   initializer_range=0.3)   # peaked logits: no near-ties in the rankings
+    # weights at std 0.3: peaked logits, so no two confidences nearly tie in the rankings
+    network = tiny.random_qwen2(causal=spec.causal, hidden=hidden, layers=layers, seed=0, initializer_range=0.3)
     model = damp_mask_logit(network, tiny.MASK_ID).to(dev, pick_dtype(dev))
     common = {"name": f"random:{name}", "mask_id": tiny.MASK_ID, "logit_shift": spec.logit_shift, "device": dev}
     if spec.causal:
