@@ -179,41 +179,6 @@ class GenerationConfig:
                 f"{self.block_size} steps."
             )
         return out
-        if self.gen_length < 1:
-            out.append(f"Generation length must be at least 1 token, got {self.gen_length}.")
-        if self.block_size < 1:
-            out.append(f"Block size must be at least 1 token, got {self.block_size}.")
-        elif self.gen_length >= 1 and self.gen_length % self.block_size:
-            fits = [b for b in range(self.block_size, 0, -1) if self.gen_length % b == 0][0]
-            out.append(
-                f"Block size {self.block_size} does not divide generation length {self.gen_length}: "
-                f"choose a block size that divides it (for example {fits}) "
-                f"or a length that is a multiple of {self.block_size}."
-            )
-        if self.steps < 1:
-            out.append(f"Steps per block must be at least 1, got {self.steps}.")
-        elif (self.sampler in SAMPLERS and SAMPLERS[self.sampler].scheduled and self.block_size >= 1
-              and self.steps > self.block_size):
-            out.append(
-                f"Steps per block ({self.steps}) exceed the block size ({self.block_size}): the "
-                f"'{self.sampler}' sampler commits at least one token per round, so use at most "
-                f"{self.block_size} steps."
-            )
-        if self.sampler not in SAMPLERS:
-            out.append(f"Unknown sampler {self.sampler!r}; choose one of {', '.join(SAMPLERS)}.")
-        if not 0.0 < float(self.threshold) <= 1.0:
-            out.append(f"Threshold must be in (0, 1], got {self.threshold}.")
-        if not float(self.factor) > 0.0:
-            out.append(f"Factor must be positive, got {self.factor}.")
-        if not float(self.entropy_bound) >= 0.0:
-            out.append(f"Entropy bound must be zero or positive, got {self.entropy_bound}.")
-        if not float(self.temperature) >= 0.0:
-            out.append(f"Temperature must be zero or positive, got {self.temperature}.")
-        if not 0.0 < float(self.top_p) <= 1.0:
-            out.append(f"Top-p must be in (0, 1], got {self.top_p}.")
-        if self.top_k < 0:
-            out.append(f"Top-k must be zero (off) or positive, got {self.top_k}.")
-        return out
 
     @property
     def scaffolded(self) -> bool:
