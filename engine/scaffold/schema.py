@@ -118,6 +118,19 @@ def _real(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _range(schema: dict[str, Any], keys: tuple[str, str], default: int, path: str) -> tuple[int, int]:
+    """(lowest, highest) of minLength / maxLength or minItems / maxItems: the highest is `default`
+    when not given, and at most 4 x `default` (a budget, not the schema's limit) unless the lowest
+    needs more."""
+    low_key, high_key = keys
+    low = schema.get(low_key, 0)
+    high = schema.get(high_key, max(default, low) if _whole(low) else default)
+    if not (_whole(low) and _whole(high) and 0 <= low <= high):
+        raise SchemaError(f"The {low_key} and {high_key} {_where(path)} must be whole numbers with "
+                          f"{low_key} <= {high_key}.")
+    return low, min(high, max(low, 4 * default))
+
+
 class _Compiler:
     def __init__(self) -> None:
         self.nodes = 0
@@ -192,13 +205,7 @@ class _Compiler:
         return Obj(keys)
 
     def _string(self, schema: dict[str, Any], path: str, depth: int) -> Str:
-        low, high = schema.get("minLength", 0), schema.get("maxLength", max(STRING_CHARS, schema.get("minLength", 0)
-                                                                             if _whole(schema.get("minLength")) else 0))
-        if not (_whole(low) and _whole(high) and 0 <= low <= high):
-            raise SchemaError(f"The minLength and maxLength {_where(path)} must be whole numbers with minLength <= "
-                              "maxLength.")
-        if high > 4 * STRING_CHARS:
-            high = max(low, 4 * STRING_CHARS)
+        low, high = _range(schema, ("minLength", "maxLength"), STRING_CHARS, path)
         pattern = schema.get("pattern")
         if pattern is not None:
             import regex
@@ -244,14 +251,10 @@ class _Compiler:
         return Lit("null")
 
     def _array(self, schema: dict[str, Any], path: str, depth: int) -> Arr:
-        low, high = schema.get("minItems", 0), schema.get("maxItems", max(ARRAY_ITEMS, schema.get("minItems", 0)
-                                                                          if _whole(schema.get("minItems")) else 0))
-        if not (_whole(low) and _whole(high) and 0 <= low <= high):
-            raise SchemaError(f"The minItems and maxItems {_where(path)} must be whole numbers with "
-                              "minItems <= maxItems.")
+        low, high = _range(schema, ("minItems", "maxItems"), ARRAY_ITEMS, path)
         if "items" not in schema:
             raise SchemaError(f"The array {_where(path)} needs an items schema so the scaffold knows what to write.")
-        return Arr(self.shape(schema["items"], f"{path}/items", depth + 1), low, min(high, max(low, 4 * ARRAY_ITEMS)))
+        return Arr(self.shape(schema["items"], f"{path}/items", depth + 1), low, high)
 
 
 def compile_schema(schema: Any) -> Any:
