@@ -13,7 +13,7 @@ import torch
 from engine.bench import run_agent_benchmark
 from engine.generate import run
 from engine.scaffold import machine
-from engine.scaffold.schema import STRING_CHARS, compile_schema, schema_problem
+from engine.scaffold.schema import STRING_CHARS, compile_schema, longest, schema_problem
 from engine.scaffold.target import tool_call_shape
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 from engine.world.format import ParseError, parse_call
@@ -152,16 +152,26 @@ def test_a_canvas_too_short_is_a_sentence_not_a_broken_answer():
     ({"type": "object", "properties": {"a": {"type": "string", "format": "email", "uniqueItems": True}}},
      "uniqueItems"),
     ({"type": "integer", "minimum": 5, "maximum": 3}, "No whole number"),
-    ({"type": "array"}, "items"),
+    ({"type": "array", "minItems": 3, "maxItems": 1}, "minItems"),
     ({}, "any value"),
     ("not a schema", "JSON object"),
-], ids=["ref", "bad-pattern", "unknown-keyword", "empty-range", "array-without-items", "anything", "a-string"])
+], ids=["ref", "bad-pattern", "unknown-keyword", "empty-range", "items-range", "anything", "a-string"])
 def test_schemas_the_scaffold_cannot_follow_are_sentences(schema, words):
     problem = schema_problem(schema)
     assert problem and words in problem and problem[0].isupper() and problem.endswith(".")
     with pytest.raises(ConfigError) as raised:
         GenerationConfig(schema=schema)
     assert str(raised.value) == problem
+
+
+def test_an_object_without_properties_is_any_object():
+    schema = {"type": "object"}
+    length = longest(compile_schema(schema)) + 16
+    for seed in range(10):
+        backend = RandomLogits("diffusion" if seed % 2 else "autoregressive", seed=seed)
+        result = run(backend, backend.encode_chat([{"role": "user", "content": "json"}]),
+                     CONFIG.replace(gen_length=length + (-length % 16), scaffold=False, schema=schema, seed=seed))
+        assert result.schema_error == "" and isinstance(json.loads(result.text), dict)
 
 
 def test_budgets_come_from_the_schema():

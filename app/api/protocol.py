@@ -150,17 +150,15 @@ def _tool_choice(raw: Any, tools: list[dict[str, Any]]) -> bool:
 
 def read_response_format(raw: Any) -> dict[str, Any] | None:
     """The JSON schema a `response_format` asks for (engine/scaffold/ writes the answer on it), or
-    None for free text. `json_object` is any JSON object; the scaffold needs its keys, so it
-    is refused with a sentence rather than answered without a guarantee."""
+    None for free text. `json_object` is the schema {"type": "object"}: any object, its keys and
+    values the model's."""
     if raw is None or raw == {"type": "text"}:
         return None
     if not isinstance(raw, dict) or raw.get("type") not in ("text", "json_schema", "json_object"):
-        raise bad_request('response_format must be {"type": "text"}, or {"type": "json_schema", "json_schema": '
-                          '{"name": ..., "schema": {...}}}.', "response_format")
+        raise bad_request('response_format must be {"type": "text"}, {"type": "json_object"} or {"type": '
+                          '"json_schema", "json_schema": {"name": ..., "schema": {...}}}.', "response_format")
     if raw["type"] == "json_object":
-        raise bad_request('response_format json_object is not supported: the scaffold writes JSON from a schema. '
-                          'Send {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}.',
-                          "response_format")
+        return {"type": "object"}
     if raw["type"] == "text":
         return None
     spec = raw.get("json_schema")

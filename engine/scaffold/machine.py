@@ -193,7 +193,7 @@ def _expand(stack: Stack) -> list[Stack]:
     if isinstance(head, ObjRest):
         return [s for option in _object_options(head) for s in _expand((*option, *rest))]
     if isinstance(head, Arr):
-        return _expand((Lit("["), ArrRest(head, 0), *rest))
+        return _expand((Lit(head.brackets[0]), ArrRest(head, 0), *rest))
     if isinstance(head, ArrRest):
         return [s for option in _array_options(head) for s in _expand((*option, *rest))]
     raise TypeError(f"unknown scaffold shape {type(head).__name__}")
@@ -216,7 +216,7 @@ def _array_options(rest: ArrRest) -> list[tuple[Any, ...]]:
     if count < shape.max_items:
         options.append(((Lit(",") if count else Lit("")), shape.item, ArrRest(shape, count + 1)))
     if count >= shape.min_items:
-        options.append((Lit("]"),))
+        options.append((Lit(shape.brackets[1]),))
     return options
 
 

@@ -26,6 +26,9 @@ STRING_CHARS = 64          # an unbounded string slot's budget
 INTEGER_DIGITS = 9         # an unbounded integer's digits
 NUMBER_CHARS = 12          # a number's characters: sign, digits, point
 ARRAY_ITEMS = 8            # an unbounded array's items
+FREE_DEPTH = 1             # a free value ({"type": "object"} with no properties) nests this deep,
+FREE_ITEMS = 4             # has at most this many keys or items,
+FREE_CHARS = 24            # and strings and keys of at most this many characters
 MAX_DEPTH = 8              # nesting of objects / arrays / choices
 MAX_NODES = 400            # schemas past this size are not something the scaffold should lay out
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "format", "$schema", "$id", "$comment",
@@ -99,6 +102,7 @@ class Arr:
     item: Any
     min_items: int
     max_items: int
+    brackets: str = "[]"                        # "{}" with `"key":value` items: an object of free keys
 
 
 def dumps(value: Any) -> str:
@@ -192,6 +196,9 @@ class _Compiler:
         raise SchemaError(f"The value {_where(path)} is not JSON.")
 
     def _object(self, schema: dict[str, Any], path: str, depth: int) -> Obj:
+        if not schema.get("properties") and not schema.get("required") and schema.get("additionalProperties",
+                                                                                        True) is not False:
+            return free_object(FREE_DEPTH)                                     # {"type": "object"}: any object
         properties = schema.get("properties", {})
         required = schema.get("required", [])
         if not isinstance(properties, dict):
@@ -252,9 +259,22 @@ class _Compiler:
 
     def _array(self, schema: dict[str, Any], path: str, depth: int) -> Arr:
         low, high = _range(schema, ("minItems", "maxItems"), ARRAY_ITEMS, path)
-        if "items" not in schema:
-            raise SchemaError(f"The array {_where(path)} needs an items schema so the scaffold knows what to write.")
-        return Arr(self.shape(schema["items"], f"{path}/items", depth + 1), low, high)
+        item = self.shape(schema["items"], f"{path}/items", depth + 1) if "items" in schema else free_value(FREE_DEPTH)
+        return Arr(item, low, high)
+
+
+def free_value(depth: int) -> Alt:
+    """Any JSON value, nested at most `depth` levels: what {"type": "object"} leaves open."""
+    scalars = (Str(0, FREE_CHARS, None), Num(None, None, False, False), Lit("true"), Lit("false"), Lit("null"))
+    if depth <= 0:
+        return Alt(scalars)
+    return Alt((*scalars, free_object(depth - 1), Arr(free_value(depth - 1), 0, FREE_ITEMS)))
+
+
+def free_object(depth: int) -> Arr:
+    """An object with free keys (a key may repeat, as JSON allows)."""
+    entry = Seq((Str(1, FREE_CHARS, None), Lit(":"), free_value(depth)))
+    return Arr(entry, 0, FREE_ITEMS, "{}")
 
 
 def compile_schema(schema: Any) -> Any:
