@@ -143,7 +143,18 @@ def test_a_canvas_too_short_is_a_sentence_not_a_broken_answer():
     schema = {"type": "object", "properties": {"note": {"type": "string", "minLength": 40}}, "required": ["note"]}
     backend = FakeDiffusionBackend('{"note":"' + "b" * 60 + '"}')
     result = run(backend, backend.tokenizer.encode("hi"), CONFIG.replace(gen_length=32, schema=schema))
-    assert "ran out of room" in result.schema_error and result.schema_error.endswith(".")
+    assert "generation length" in result.schema_error and result.schema_error.endswith(".")
+
+
+@pytest.mark.parametrize("kind", ["diffusion", "autoregressive"])
+def test_a_model_that_never_closes_its_strings_still_ends_with_whole_json(kind):
+    """Two 64-character strings and the call around them are more than 96 tokens: the decoder
+    keeps the room the rest of the value needs, so the strings are cut short instead."""
+    wordy = '<tool_call>{"name":"register_course","arguments":{"student_name":"' + "k" * 300
+    backend = FakeDiffusionBackend(wordy) if kind == "diffusion" else FakeARBackend("k" * 300)
+    result = run(backend, backend.tokenizer.encode("hi"), CONFIG.replace(gen_length=96))
+    assert result.schema_error == "" and not isinstance(parse_call(result.text), ParseError), result.text
+    assert len(result.token_ids) <= 96
 
 
 @pytest.mark.parametrize("schema, words", [

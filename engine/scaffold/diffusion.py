@@ -17,7 +17,7 @@ never saw gaps or fillers in training. A value of unknown length has no place fo
 after it until the model closes it (its `","` or `"}}` token), so that text is placed as soon
 as the model has written the token that closes the value; slots of known width (a one-digit
 quantity) need no wait, the automaton forces their closing text at once. Measured in
-models/README.md ("Scaffolded decoding").
+models/README.md ("Measured (issue 21)").
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ class Writer:
         aligned = True                                                         # proposals so far match the canvas
         while not self.ended and block.start <= self.cursor < block.stop:
             position = self.cursor
-            chosen = choose(self.state, logits[position - block.start], self.pieces, config.temperature, generator)
+            chosen = choose(self.state, logits[position - block.start], self.pieces, config.temperature, generator,
+                            room=self.length - position - 1)
             if chosen is None:
                 self.stuck = True
                 break

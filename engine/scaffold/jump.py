@@ -75,7 +75,8 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
                                 elapsed_s=clock.elapsed(), prefilled=sorted(prefilled)))
             yield frames[-1]
             break
-        chosen = choose(state, logits.reshape(-1), pieces, config.temperature, generator)
+        chosen = choose(state, logits.reshape(-1), pieces, config.temperature, generator,
+                        room=config.gen_length - len(span) - 1)
         if chosen is None:
             stuck = True
             break
@@ -88,9 +89,10 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
             state = after
             text.append(pieces.text[token])
         forced = [] if ended else place_forced()
-        if not ended and machine.finished(state) and len(span) < config.gen_length:
-            prefilled.append(len(span))
-            span.append(pieces.eos_id)
+        if not ended and machine.finished(state):                             # EOS if it fits; the answer is whole
+            if len(span) < config.gen_length:
+                prefilled.append(len(span))
+                span.append(pieces.eos_id)
             ended = True
         frame = Frame(nfe=forwards, block=position, round=0, committed=[(position, token, conf)],  # a block of one
                       canvas=list(span), elapsed_s=clock.elapsed(), prefilled=sorted(prefilled))

@@ -334,6 +334,44 @@ def _punctuation(char: str) -> bool:
     return not (char.isalnum() or char.isspace())
 
 
+@lru_cache(maxsize=CACHED_STATES)
+def shortest(state: State) -> int:
+    """The fewest characters that can still finish the value (an upper bound on the tokens
+    needed, a token writing at least one character): the decoder keeps this much room in the
+    canvas, so a model that never closes its strings still ends with whole JSON."""
+    return min((sum(_min_chars(item) for item in stack) for stack in state), default=0)
+
+
+@lru_cache(maxsize=CACHED_STATES)
+def _min_chars(item: Any) -> int:
+    if isinstance(item, At):
+        return len(item.text) - item.offset
+    if isinstance(item, Lit):
+        return len(item.text)
+    if isinstance(item, Seq):
+        return sum(_min_chars(i) for i in item.items)
+    if isinstance(item, Alt):
+        return min(_min_chars(o) for o in item.options)
+    if isinstance(item, Str):
+        return 2 + item.min_chars
+    if isinstance(item, InStr):
+        return 1 + max(0, item.shape.min_chars - len(item.content))
+    if isinstance(item, Int | Num):
+        return 1
+    if isinstance(item, InNum):
+        return 0 if _number_complete(item.shape, item.text) else 1
+    if isinstance(item, Obj):
+        return 1 + _min_chars(ObjRest(item, 0, True))
+    if isinstance(item, ObjRest):
+        keys = [(k, v) for k, v, required in item.shape.keys[item.index:] if required]
+        return 1 + sum(len(dumps(k)) + 2 + _min_chars(v) for k, v in keys)
+    if isinstance(item, Arr):
+        return 1 + _min_chars(ArrRest(item, 0))
+    if isinstance(item, ArrRest):
+        return 1 + max(0, item.shape.min_items - item.count) * (_min_chars(item.shape.item) + 1)
+    raise TypeError(f"unknown scaffold shape {type(item).__name__}")
+
+
 def slot_of(state: State) -> Any:
     """The value slot being written (an InStr / InNum head), or None between slots: the test's
     view of where budgets apply."""

@@ -21,8 +21,9 @@ from engine.trace import GenerationConfig
 from engine.world.format import CALL_CLOSE, CALL_OPEN, ParseError, parse_call
 from engine.world.tools import TOOLS
 
-STUCK = ("The scaffold reached a point where no token of this model's vocabulary can go on (a pattern that "
-         "cannot end within its length budget); loosen the pattern or raise maxLength.")
+STUCK = ("No token of this model's vocabulary can continue the answer: it needs more room than the generation "
+         "length leaves, or a pattern cannot end within its length budget. Raise the generation length or "
+         "loosen the schema.")
 
 
 @dataclass(frozen=True)

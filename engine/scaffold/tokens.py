@@ -85,12 +85,13 @@ def pieces_for(backend: Any) -> Pieces:
 
 
 def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperature: float,
-           generator: torch.Generator | None) -> tuple[int, float, machine.State] | None:
+           generator: torch.Generator | None, room: int) -> tuple[int, float, machine.State] | None:
     """The model's token at one position among those the automaton accepts: (id, confidence,
     the state after it), or None when no token of the vocabulary fits. EOS is a candidate once
     the value is complete. Greedy at temperature 0; otherwise the candidates are ordered by
     Gumbel-perturbed logits (sampling without replacement, so the first accepted one is a
-    sample from the allowed tokens)."""
+    sample from the allowed tokens). `room`: canvas positions left after this one; a token
+    after which the value could no longer be finished in them is not allowed."""
     scores = logits.float().reshape(-1)                                        # (V,)
     probs = torch.softmax(scores / temperature if temperature > 0 else scores, -1)
     if temperature > 0:
@@ -109,6 +110,8 @@ def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperatu
             else:
                 text = pieces.text[token] if token < len(pieces.text) else None
                 after = machine.advance(state, text) if text else ()
+                if after and machine.shortest(after) > room:
+                    after = ()
             if not after:
                 rejected += p
             elif chosen is None:
