@@ -217,3 +217,22 @@ def test_bench_runs_both_modes_in_one_run_with_forwards_per_call():
     assert models["A (scaffold)"]["forwards_per_call"] < models["A"]["forwards_per_call"]
     assert report["scaffold"] is True and report["median_ratio_scaffold"] == pytest.approx(
         models["A (scaffold)"]["median_task_s"] / models["B (scaffold)"]["median_task_s"])
+
+
+def test_causal_lm_extend_equals_one_step_per_token():
+    from engine.backends.causal_lm import CausalLMBackend
+    from tests import tiny_models as tm
+
+    tok = tm.tiny_tokenizer()
+    backend = CausalLMBackend(tm.tiny_causal_lm(), tok, name="tiny-ar", device=torch.device("cpu"))
+    prompt = torch.tensor([tok.encode("A cat sat")])
+    known = tok.encode('{"name":"')
+    backend.prefill(prompt)
+    stepped = [backend.step(t) for t in known][-1]
+    backend.prefill(prompt)
+    torch.testing.assert_close(backend.extend(known), stepped, atol=1e-4, rtol=0)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                               "n": {"type": "integer", "minimum": 0, "maximum": 99}},
+              "required": ["name", "n"]}
+    result = run(backend, prompt[0].tolist(), CONFIG.replace(gen_length=64, scaffold=False, schema=schema))
+    assert result.schema_error == "" and set(json.loads(result.text)) == {"name", "n"}
