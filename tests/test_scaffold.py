@@ -236,3 +236,27 @@ def test_causal_lm_extend_equals_one_step_per_token():
               "required": ["name", "n"]}
     result = run(backend, prompt[0].tolist(), CONFIG.replace(gen_length=64, scaffold=False, schema=schema))
     assert result.schema_error == "" and set(json.loads(result.text)) == {"name", "n"}
+
+
+@pytest.mark.parametrize("gen_length", [24, 32])
+def test_aligned_blocks_keep_a_scaffolded_answer_within_gen_length(gen_length):
+    """Aligned blocks run the canvas past gen_length (a 3-token prompt in blocks of 8 starts with a
+    block of 5, and decodes gen_length + 5 positions); the scaffold writes the answer within gen_length, so the JSON it
+    reports as whole is the answer the Result holds."""
+    import tests.tiny_models as tm
+    from engine.backends.block_causal import BlockCausalBackend
+    from engine.upstream.noise import damp_mask_logit
+
+    backend = BlockCausalBackend(damp_mask_logit(tm.tiny_block_lm(seed=4), tm.MASK_ID), tm.tiny_tokenizer(),
+                                 name="tiny", mask_id=tm.MASK_ID, logit_shift=False, device=torch.device("cpu"),
+                                 mask_style="additive")
+    schema = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 40}}, "required": ["note"]}
+    config = GenerationConfig(gen_length=gen_length, block_size=8, steps=8, sampler="threshold", threshold=0.9,
+                              aligned_blocks=True, schema=schema, seed=3)
+    result = run(backend, [5, 6, 7], config)
+    assert len(result.frames[-1].canvas) == gen_length + 5            # the canvas does run past gen_length
+    assert len(result.token_ids) <= gen_length
+    if result.schema_error:
+        assert result.schema_error.endswith(".")
+    else:
+        assert set(json.loads(result.text)) == {"note"}

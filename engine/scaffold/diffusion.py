@@ -37,8 +37,10 @@ from engine.trace import Frame, GenerationConfig, Result
 class Writer:
     """The canvas seen through the scaffold: cursor, automaton state, prefilled positions."""
 
-    def __init__(self, canvas: torch.Tensor, target: Target, pieces: Pieces, mask_id: int) -> None:
+    def __init__(self, canvas: torch.Tensor, target: Target, pieces: Pieces, mask_id: int, length: int) -> None:
         self.canvas, self.pieces, self.mask_id = canvas, pieces, mask_id        # canvas (1, L), written in place
+        # the answer's room: aligned blocks run the canvas past gen_length, and the answer is cut there
+        self.length = min(length, canvas.shape[1])
         self.target = target
         self.state = machine.start(target.shape)
         self.cursor = 0
@@ -46,10 +48,6 @@ class Writer:
         self.ended = False                                                     # EOS written
         self.stuck = False                                                     # no token could go on
         self.text: list[str] = []                                              # the answer's characters
-
-    @property
-    def length(self) -> int:
-        return self.canvas.shape[1]
 
     def place_forced(self) -> list[int]:
         """Write the text the automaton forces now (and EOS once the value is finished); returns
@@ -77,9 +75,9 @@ class Writer:
 
     def end(self) -> list[int]:
         """EOS at the cursor and after it: the answer is over."""
-        positions = list(range(self.cursor, self.length))
+        positions = list(range(self.cursor, self.canvas.shape[1]))
         self.canvas[0, self.cursor:] = self.pieces.eos_id
-        self.cursor, self.ended = self.length, True
+        self.cursor, self.ended = self.canvas.shape[1], True
         return positions
 
     def commit(self, position: int, token: int, after: machine.State) -> None:
@@ -87,8 +85,8 @@ class Writer:
         self.cursor = position + 1
         if token == self.pieces.eos_id:
             self.canvas[0, self.cursor:] = token
-            self.prefilled.update(range(self.cursor, self.length))
-            self.cursor, self.ended = self.length, True
+            self.prefilled.update(range(self.cursor, self.canvas.shape[1]))
+            self.cursor, self.ended = self.canvas.shape[1], True
             return
         self.state = after
         self.text.append(self.pieces.text[token])
@@ -98,7 +96,7 @@ class Writer:
         """One forward's decisions over `block` (logits (B, V) for its positions)."""
         committed: list[tuple[int, int, float]] = []
         aligned = True                                                         # proposals so far match the canvas
-        while not self.ended and block.start <= self.cursor < block.stop:
+        while not self.ended and block.start <= self.cursor < min(block.stop, self.length):
             position = self.cursor
             chosen = choose(self.state, logits[position - block.start], self.pieces, config.temperature, generator,
                             room=self.length - position - 1)
@@ -145,12 +143,12 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
     blocks = block_slices(len(prompt), config)
     _prefill(backend, prompt, config)
     canvas = torch.full((1, blocks[-1].stop), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
-    writer = Writer(canvas, target, pieces, backend.mask_id)
+    writer = Writer(canvas, target, pieces, backend.mask_id, config.gen_length)
     writer.place_forced()
     frames: list[Frame] = []
-    for b, block in enumerate(blocks):
+    for block_index, block in enumerate(blocks):
         round_index = 0
-        while writer.cursor < block.stop and not writer.ended and not writer.stuck:
+        while writer.cursor < min(block.stop, writer.length) and not writer.ended and not writer.stuck:
             with torch.inference_mode():
                 logits = backend.denoise(canvas, block)                         # (1, B, V)
                 width = block.stop - block.start
@@ -160,13 +158,13 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
                 row_logits = logits[0].clone()
                 row_logits[:, backend.mask_id] = float("-inf")
                 committed = writer.walk(row_logits, block, config, generator)
-            frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
+            frame = Frame(nfe=len(frames) + 1, block=block_index, round=round_index, committed=committed,
                           canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
             frames.append(frame)
             with clock.paused():
                 yield frame
             round_index += 1
-        if writer.ended or writer.stuck:
+        if writer.ended or writer.stuck or writer.cursor >= writer.length:
             break
         if block.stop < canvas.shape[1]:
             with torch.inference_mode():
@@ -175,6 +173,6 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
         frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
                             elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
         yield frames[-1]
-    result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length")
+    result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length", config.gen_length)
     result.schema_error = writer.problem()
     return result

@@ -103,6 +103,6 @@ def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) 
             break
         logits, cost = _append(backend, [token, *forced])
         forwards += cost
-    result = summarize(backend, frames, clock.wall(), "eos" if ended else "length")
+    result = summarize(backend, frames, clock.wall(), "eos" if ended else "length", config.gen_length)
     result.schema_error = STUCK if stuck else target.problem("".join(text), ended)
     return result
