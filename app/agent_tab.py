@@ -79,7 +79,7 @@ def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
 def stopped_step(backend: Any, view: TraceView) -> Step:
     """The reply Stop cut short: what its frames decided, as a cancelled generation."""
     seconds = view.frames[-1].elapsed_s
-    partial = summarize(backend, list(view.frames), seconds, "cancelled")
+    partial = summarize(backend, list(view.frames), seconds, "cancelled", view.gen_length)
     view.finish(partial)
     return Step(partial.text, None, None, None, partial, seconds)
 

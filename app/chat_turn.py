@@ -72,7 +72,7 @@ class ChatTurn:
         self.stopped = True
         if self.pending and self.view.frames:
             seconds = self.view.frames[-1].elapsed_s
-            partial = summarize(self.backend, list(self.view.frames), seconds, "cancelled")
+            partial = summarize(self.backend, list(self.view.frames), seconds, "cancelled", self.view.gen_length)
             self.view.finish(partial)
             self.steps.append(Step(partial.text, None, None, None, partial, seconds))
         self.pending = False

@@ -75,7 +75,7 @@ class Racer:
         except StopIteration as done:
             self.own_s += time.perf_counter() - started
             stop_reason = done.value.stats.stop_reason if done.value is not None else "length"
-            self.result = summarize(self.backend, self.decided, self.own_s, stop_reason)
+            self.result = summarize(self.backend, self.decided, self.own_s, stop_reason, self.view.gen_length)
             return None
         self.own_s += time.perf_counter() - started
         frame = dataclasses.replace(frame, elapsed_s=self.own_s)
@@ -85,7 +85,7 @@ class Racer:
     def stop(self) -> Result:
         self.frames.close()
         if self.result is None:
-            self.result = summarize(self.backend, self.decided, self.own_s, "cancelled")
+            self.result = summarize(self.backend, self.decided, self.own_s, "cancelled", self.view.gen_length)
         return self.result
 
 
