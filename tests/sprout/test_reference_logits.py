@@ -1,9 +1,9 @@
 """The shipped Sprout weights give the same logits, bit for bit, as the model code they were
 trained with. `data/reference_logits.pt` holds what that code produced for a fixed prompt in
 every mode (prefill, denoise of a partly masked block, commit, the vectorised BD training
-pass), written by `python -m tests.sprout.test_reference_logits --write` before the model was
-restructured (SproutBlock, typed cache); a change to the forward maths or to how parameter
-names load fails here.
+pass), written by `python -m tests.sprout.test_reference_logits --write` when the shipped
+weights change (the SproutBlock / typed-cache restructure was checked against logits the code
+before it wrote); a change to the forward maths or to how parameter names load fails here.
 
 All of it runs on one CPU thread: a matmul split over threads may sum in another order."""
 
