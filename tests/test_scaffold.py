@@ -260,3 +260,19 @@ def test_aligned_blocks_keep_a_scaffolded_answer_within_gen_length(gen_length):
         assert result.schema_error.endswith(".")
     else:
         assert set(json.loads(result.text)) == {"note"}
+
+
+@pytest.mark.parametrize("intent", ["outside_greeting", "outside_about", "outside_general", "outside_unsupported"])
+def test_the_honest_reply_outside_the_world_fits_finish_whole(intent):
+    """finish's answer has no maxLength: its budget must hold the sentence the twins are trained
+    to give outside the world (with a 64-character budget the scaffold cut it, and the grader
+    failed the task)."""
+    from engine.world.format import render_call
+    from engine.world.templates import ANSWERS
+
+    sentence = ANSWERS[intent]
+    backend = FakeDiffusionBackend(render_call("finish", {"answer": sentence}))   # one token per character
+    result = run(backend, backend.tokenizer.encode("hi"), CONFIG.replace(gen_length=256))
+    parsed = parse_call(result.text)
+    assert not isinstance(parsed, ParseError) and result.schema_error == ""
+    assert parsed.arguments == {"answer": sentence}

@@ -22,7 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-STRING_CHARS = 64          # an unbounded string slot's budget
+# an unbounded string slot's budget: room for a sentence (finish's answer, e.g. the ~90-character
+# honest reply to a request outside the world); the canvas left bounds it further
+STRING_CHARS = 160
 INTEGER_DIGITS = 9         # an unbounded integer's digits
 NUMBER_CHARS = 12          # a number's characters: sign, digits, point
 ARRAY_ITEMS = 8            # an unbounded array's items
