@@ -261,42 +261,54 @@ def main(argv: list[str] | None = None) -> int:
 
         return api_main(argv[1:])
     args = _parser().parse_args(argv)
+    return print_report(lambda: _agent_report(args), args.json, table)
+
+
+def print_report(make: Callable[[], dict[str, Any]], as_json: bool, table: Callable[[dict[str, Any]], str]) -> int:
+    """A benchmark command's ending: make the report and print it (JSON or a table). What goes
+    wrong is one sentence on stderr, never a traceback: exit 2 for a bad argument or file, 1 for a
+    model that cannot run (BackendError and friends are RuntimeErrors worded for people)."""
     try:
-        config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
-                                  sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
-                                  seed=args.seed)
-        if args.validation is not None and args.validation < 1:
-            raise ValueError(f"--validation must be at least 1, got {args.validation}.")
-        if args.tasks_file and args.task_set != "templates":
-            raise ValueError("Give either --tasks-file or --task-set, not both.")
-        benchmark, validation = TASK_SETS[args.task_set]
-        if args.validation:
-            tasks = validation(args.validation)
-        else:
-            tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else benchmark()
-        if args.tasks is None:
-            args.tasks = len(tasks)
-        if not 1 <= args.tasks <= len(tasks):
-            raise ValueError(f"--tasks must be between 1 and {len(tasks)}, got {args.tasks}.")
-        backends = {args.model: load_model(args.model, args.device)}
-        if args.baseline:
-            backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
-                args.baseline, args.device)
-        system = None if args.system == "none" else args.system
-        report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
-                                     system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
-                                     progress=progress_bar())
-        named = "" if args.task_set == "templates" else f"{args.task_set} "
-        report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
-                              else args.tasks_file or f"{named or 'held-out '}benchmark")
+        report = make()
     except (ConfigError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except RuntimeError as error:  # BackendError and friends: already a sentence
+    except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(json.dumps(report, indent=2) if args.json else table(report))
+    print(json.dumps(report, indent=2) if as_json else table(report))
     return 0
+
+
+def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
+    config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
+                              sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
+                              seed=args.seed)
+    if args.validation is not None and args.validation < 1:
+        raise ValueError(f"--validation must be at least 1, got {args.validation}.")
+    if args.tasks_file and args.task_set != "templates":
+        raise ValueError("Give either --tasks-file or --task-set, not both.")
+    benchmark, validation = TASK_SETS[args.task_set]
+    if args.validation:
+        tasks = validation(args.validation)
+    else:
+        tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else benchmark()
+    if args.tasks is None:
+        args.tasks = len(tasks)
+    if not 1 <= args.tasks <= len(tasks):
+        raise ValueError(f"--tasks must be between 1 and {len(tasks)}, got {args.tasks}.")
+    backends = {args.model: load_model(args.model, args.device)}
+    if args.baseline:
+        backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
+            args.baseline, args.device)
+    system = None if args.system == "none" else args.system
+    report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
+                                 system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
+                                 progress=progress_bar())
+    named = "" if args.task_set == "templates" else f"{args.task_set} "
+    report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
+                          else args.tasks_file or f"{named or 'held-out '}benchmark")
+    return report
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ the server up (loads the model) and is not counted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -133,11 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests < 1:
         print("error: --requests must be at least 1.", file=sys.stderr)
         return 2
-    try:
-        report = run_benchmark(args.url, args.model, args.clients, args.requests, args.prompt, args.max_tokens,
-                               os.environ.get(args.api_key_env), warmup=not args.no_warmup)
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2) if args.json else table(report))
-    return 0
+    from engine.bench import print_report
+
+    return print_report(lambda: run_benchmark(args.url, args.model, args.clients, args.requests, args.prompt,
+                                              args.max_tokens, os.environ.get(args.api_key_env),
+                                              warmup=not args.no_warmup),
+                        args.json, table)

@@ -20,8 +20,6 @@ token).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ from typing import Any
 
 import torch
 
-from engine.trace import ConfigError, GenerationConfig
+from engine.trace import GenerationConfig
 
 PROMPTS = ("What is two plus two?", "Name a colour.", "Write a short line about the sea, please.",
            "List three fruits", "Say hello")
@@ -272,31 +270,29 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.bench import print_report
+
     args = parser().parse_args(argv)
+    return print_report(lambda: _report(args), args.json, table)
+
+
+def _report(args) -> dict:
     from engine.catalog import load_backend, resolve
 
-    try:
-        if args.repeats < 1:
-            raise ValueError(f"--repeats must be at least 1, got {args.repeats}.")
-        random_name = args.model.partition(":")[2] if args.model.startswith("random:") else None
-        if random_name is not None and random_name not in RANDOM_MODELS:
-            raise ValueError(f"Unknown random model '{random_name}'; choose one of {', '.join(RANDOM_MODELS)}.")
-        decoding = args.decoding or (RANDOM_MODELS[random_name].decoding if random_name
-                                     else resolve(args.model).follows)
-        if decoding is None:
-            raise ValueError(f"{args.model} follows no upstream decoding: name one with --decoding.")
-        config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
-                               temperature=args.temperature)
-        if random_name is not None:
-            backend = random_backend(random_name, args.device, args.hidden, args.layers)
-        else:
-            backend = load_backend(args.model, args.device)
-        report = benchmark(backend, config, reference=decoding if args.reference else None, repeats=args.repeats)
-    except (ConfigError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except RuntimeError as error:                                              # BackendError: a sentence
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2) if args.json else table(report))
-    return 0
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}.")
+    random_name = args.model.partition(":")[2] if args.model.startswith("random:") else None
+    if random_name is not None and random_name not in RANDOM_MODELS:
+        raise ValueError(f"Unknown random model '{random_name}'; choose one of {', '.join(RANDOM_MODELS)}.")
+    decoding = args.decoding or (RANDOM_MODELS[random_name].decoding if random_name
+                                 else resolve(args.model).follows)
+    if decoding is None:
+        raise ValueError(f"{args.model} follows no upstream decoding: name one with --decoding.")
+    config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
+                           temperature=args.temperature)
+    if random_name is not None:
+        backend = random_backend(random_name, args.device, args.hidden, args.layers)
+    else:
+        backend = load_backend(args.model, args.device)
+    report = benchmark(backend, config, reference=decoding if args.reference else None, repeats=args.repeats)
+    return report

@@ -14,7 +14,6 @@ tokens per forward and seconds.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -87,15 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.prompts < 1:
         print("error: --prompts must be at least 1.", file=sys.stderr)
         return 2
-    from engine.bench import load_model
+    from engine.bench import load_model, print_report
 
-    try:
-        report = run_fuzz(load_model(args.model, args.device), args.prompts, args.seed)
-    except (ValueError, OSError, RuntimeError) as error:    # BackendError, ConfigError: already sentences
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2) if args.json else table(report))
-    return 0
+    return print_report(lambda: run_fuzz(load_model(args.model, args.device), args.prompts, args.seed),
+                        args.json, table)
 
 
 if __name__ == "__main__":

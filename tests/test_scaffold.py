@@ -243,13 +243,9 @@ def test_aligned_blocks_keep_a_scaffolded_answer_within_gen_length(gen_length):
     """Aligned blocks run the canvas past gen_length (a 3-token prompt in blocks of 8 starts with a
     block of 5, and decodes gen_length + 5 positions); the scaffold writes the answer within gen_length, so the JSON it
     reports as whole is the answer the Result holds."""
-    import tests.tiny_models as tm
-    from engine.backends.block_causal import BlockCausalBackend
-    from engine.upstream.noise import damp_mask_logit
+    from tests.tiny_models import tiny_block_backend
 
-    backend = BlockCausalBackend(damp_mask_logit(tm.tiny_block_lm(seed=4), tm.MASK_ID), tm.tiny_tokenizer(),
-                                 name="tiny", mask_id=tm.MASK_ID, logit_shift=False, device=torch.device("cpu"),
-                                 mask_style="additive")
+    backend = tiny_block_backend(seed=4, logit_shift=False)
     schema = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 40}}, "required": ["note"]}
     config = GenerationConfig(gen_length=gen_length, block_size=8, steps=8, sampler="threshold", threshold=0.9,
                               aligned_blocks=True, schema=schema, seed=3)

@@ -5,15 +5,12 @@ compared after every round."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 import tests.tiny_models as tm
-from engine.backends.block_causal import BlockCausalBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
 from engine.upstream import fast_dllm_v2 as reference
-from engine.upstream.noise import damp_mask_logit
 
 # 3 and 5 tokens (inside the first block), 16 (whole blocks: a greedy first token), 11 (a tail)
 PROMPTS = ([17, 40, 61], [9, 70, 31, 52, 13], list(range(20, 36)), list(range(40, 51)))
@@ -22,9 +19,7 @@ TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
 
 @pytest.fixture(scope="module")
 def backend():
-    model = damp_mask_logit(tm.tiny_block_lm(seed=6), tm.MASK_ID)
-    return BlockCausalBackend(model, tm.tiny_tokenizer(), name="tiny", mask_id=tm.MASK_ID, logit_shift=True,
-                              device=torch.device("cpu"), mask_style="additive")
+    return tm.tiny_block_backend(seed=6, logit_shift=True)
 
 
 def test_the_fast_dllm_v2_presets_follow_it():

@@ -4,15 +4,12 @@ block-causal model, same prompt, matched noise, the canvas compared after every 
 from __future__ import annotations
 
 import pytest
-import torch
 
 import tests.tiny_models as tm
-from engine.backends.block_causal import BlockCausalBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
 from engine.upstream import sdar as reference
-from engine.upstream.noise import damp_mask_logit
 
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13])   # 3, 8 and 5 tokens
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
@@ -20,9 +17,7 @@ TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
 
 @pytest.fixture(scope="module")
 def backend():
-    model = damp_mask_logit(tm.tiny_block_lm(seed=4), tm.MASK_ID)
-    return BlockCausalBackend(model, tm.tiny_tokenizer(), name="tiny", mask_id=tm.MASK_ID, logit_shift=False,
-                              device=torch.device("cpu"), mask_style="additive")
+    return tm.tiny_block_backend(seed=4, logit_shift=False)
 
 
 def engine_canvases(backend, prompt, **settings) -> list[list[int]]:

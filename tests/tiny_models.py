@@ -40,6 +40,19 @@ def tiny_block_lm(seed: int = 1, attn: str = "sdpa"):
     return _qwen2(causal=True, seed=seed, attn=attn)
 
 
+def tiny_block_backend(seed: int, logit_shift: bool):
+    """The block-causal backend over a tiny_block_lm whose mask logit is damped (as trained
+    dLLMs give the mask ~0 probability): the SDAR / Fast-dLLM v2 stand-in the engine drives."""
+    import torch
+
+    from engine.backends.block_causal import BlockCausalBackend
+    from engine.upstream.noise import damp_mask_logit
+
+    model = damp_mask_logit(tiny_block_lm(seed=seed), MASK_ID)
+    return BlockCausalBackend(model, tiny_tokenizer(), name="tiny", mask_id=MASK_ID, logit_shift=logit_shift,
+                              device=torch.device("cpu"), mask_style="additive")
+
+
 def tiny_causal_lm(seed: int = 2, attn: str = "sdpa"):
     """Plain causal Qwen2: the AR baseline stand-in."""
     return _qwen2(causal=True, seed=seed, attn=attn)

@@ -12,17 +12,10 @@ import jsonschema
 import openai
 import pytest
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "product": {"type": "string", "maxLength": 24},
-        "colour": {"enum": ["red", "blue", "green", "black"]},
-        "size": {"enum": ["S", "M", "L", "XL"]},
-        "quantity": {"type": "integer", "minimum": 1, "maximum": 9},
-        "gift": {"type": "boolean"},
-    },
-    "required": ["product", "colour", "quantity", "gift"],
-}
+from app.structured import EXAMPLE_SCHEMA
+
+# the Chat tab's example order, with "size" left optional: the model decides whether to write it
+SCHEMA = {**EXAMPLE_SCHEMA, "required": ["product", "colour", "quantity", "gift"]}
 
 
 def response_format(schema) -> dict:
