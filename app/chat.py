@@ -24,13 +24,12 @@ import gradio as gr
 from engine.agent import act
 from engine.backends.base import BackendError
 from engine.trace import ConfigError
-from engine.world.state import World, world_for
-from engine.world.tasks import load_heldout_tasks
+from engine.world.state import World
 from engine.world.tools import FINISH, call_tool
 from sessions import StoreError
 
 from .cards import card_for
-from .chat_turn import EMPTY_PANEL, MAX_TOOL_STEPS, ChatTurn
+from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
@@ -51,12 +50,12 @@ from .widgets import (
     stopper,
     with_settings,
 )
+from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, world_from_spec, world_spec_for
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row")
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
-DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
 
 
 def updates(**values: Any) -> tuple:
@@ -104,21 +103,6 @@ def scrubber_for(trace: TraceView) -> Any:
 
 
 # -- the conversation's world -----------------------------------------------------------------
-def world_spec_for(message: str) -> dict[str, Any]:
-    """The world a conversation starts in: the held-out task whose instruction `message` is, else
-    the held-out background world."""
-    wanted = " ".join(message.split()).lower()
-    for task in load_heldout_tasks():
-        if " ".join(task["instruction"].split()).lower() == wanted:
-            return {"seed": task["world"]["seed"], "split": task["split"], "setup": task["world"].get("setup", {}),
-                    "task_id": task["id"]}
-    return dict(DEFAULT_WORLD)
-
-
-def world_from_spec(spec: Mapping[str, Any]) -> World:
-    return world_for({"split": spec["split"], "world": {"seed": spec["seed"], "setup": spec.get("setup", {})}})
-
-
 def stored_world(conversation: Mapping[str, Any]) -> World:
     """A stored chat's world as its last turn left it: the spec in its meta, then every call that
     ran, in order (vetoed, unparsed and finish calls changed nothing)."""

@@ -18,9 +18,9 @@ from .live import TraceView, markdown_safe
 from .runs import Run
 from .steps import answer_of, chat_entries, chat_messages
 from .structured import shown_json
+from .worlds import no_answer_note
 
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
-MAX_TOOL_STEPS = 8
 
 
 class ChatTurn:
@@ -92,8 +92,7 @@ class ChatTurn:
                 entries[-1]["shown"] = shown_json(answer_of(step))
             out += entries
         if answer is None and not self.stopped:
-            why = early or f"no answer after {len(self.steps)} tool steps (the limit is {MAX_TOOL_STEPS})"
-            out.append({"role": "assistant", "content": "", "shown": f"(The model gave no answer: {why}.)",
+            out.append({"role": "assistant", "content": "", "shown": no_answer_note(len(self.steps), early),
                         "note": True})
         return out
 

@@ -9,6 +9,11 @@ answer is written on its scaffold (engine/scaffold/) and its content follows the
 Tool calls go in as `tools` and as assistant `tool_calls`, and come out as `tool_calls` with
 the arguments as a JSON string: inside the model's text they are Hermes calls,
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (engine/world/format.py).
+
+A model that writes its world's agent format (Sprout) ends every answer with the call
+`finish(answer)`: unless the client offered a tool named finish, that answer is the `content`
+(finish_reason "stop"), never a tool call and never markup. Without client tools such a model
+acts in its own world on the server (app/api/world.py).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.trace import ConfigError, GenerationConfig, Result
+from engine.trace import ConfigError, GenerationConfig, Result, Stats
 from engine.world.format import CALL_CLOSE, CALL_OPEN, EOS, dumps, render_call
+from engine.world.tools import FINISH
 
 CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationConfig))
 # Standard fields this server reads; the others below are accepted and ignored when they ask for
@@ -272,6 +278,20 @@ def split_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
     return "".join(content).strip(), calls
 
 
+def lift_finish(text: str, calls: list[dict[str, Any]],
+                tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], bool]:
+    """(content, calls, lifted) with a world-format model's `finish` calls read as its answer:
+    finish is the world's way to reply to the person, so unless the client offered a tool of that
+    name, its answer joins the content and the call is dropped."""
+    if any(t["function"]["name"] == FINISH for t in tools):
+        return text, calls, False
+    answers = [str(c["arguments"].get("answer", "")) for c in calls if c["name"] == FINISH]
+    if not answers:
+        return text, calls, False
+    content = "\n\n".join(part for part in [text, *answers] if part)
+    return content, [c for c in calls if c["name"] != FINISH], True
+
+
 def wire_tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
              "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)}}
@@ -284,8 +304,8 @@ def new_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def usage(result: Result, prompt_tokens: int) -> dict[str, Any]:
-    numbers = result.stats
+def usage(numbers: Stats, prompt_tokens: int) -> dict[str, Any]:
+    """The usage object: OpenAI's token counts plus forwards and tokens per forward."""
     return {"prompt_tokens": prompt_tokens, "completion_tokens": numbers.new_tokens,
             "total_tokens": prompt_tokens + numbers.new_tokens, "nfe": numbers.nfe,
             "tokens_per_forward": round(numbers.tokens_per_forward, 4)}
@@ -297,21 +317,36 @@ def finish_reason(result: Result, calls: list[dict[str, Any]]) -> str:
     return "length" if result.stats.stop_reason == "length" else "stop"
 
 
-def answer(result: Result, request: ChatRequest) -> tuple[str | None, list[dict[str, Any]], str]:
-    """(content, wire tool_calls, finish_reason) of a finished generation."""
+@dataclass
+class Reply:
+    """What one call answers, whatever ran to make it: the message and the usage."""
+    content: str | None
+    tool_calls: list[dict[str, Any]]        # wire form
+    finish_reason: str
+    usage: dict[str, Any]
+    world_calls: list[dict[str, Any]] = field(default_factory=list)   # tools the server ran (app/api/world.py)
+
+
+def reply(result: Result, request: ChatRequest, prompt_tokens: int, world_format: bool = False) -> Reply:
+    """The Reply of one generation. `world_format`: the model writes its world's agent format,
+    so a finish call is its answer (lift_finish)."""
     text, calls = (split_tool_calls(result.text) if request.parse_tools else (result.text, []))
-    wired = wire_tool_calls(calls)
-    return (text or None) if calls else text, wired, finish_reason(result, calls)
+    lifted = False
+    if world_format and request.parse_tools:
+        text, calls, lifted = lift_finish(text, calls, request.tools)
+    reason = "stop" if lifted and not calls else finish_reason(result, calls)
+    return Reply((text or None) if calls else text, wire_tool_calls(calls), reason, usage(result.stats, prompt_tokens))
 
 
-def completion(completion_id: str, request: ChatRequest, result: Result, prompt_tokens: int) -> dict[str, Any]:
-    content, tool_calls, reason = answer(result, request)
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
+def completion(completion_id: str, request: ChatRequest, answer: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+    if answer.tool_calls:
+        message["tool_calls"] = answer.tool_calls
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": answer.finish_reason}
+    if answer.world_calls:
+        choice["world_calls"] = answer.world_calls
     return {"id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
-            "usage": usage(result, prompt_tokens)}
+            "choices": [choice], "usage": answer.usage}
 
 
 def chunk(completion_id: str, model: str, delta: dict[str, Any], reason: str | None = None,

@@ -15,7 +15,8 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from . import protocol
+from ..worlds import speaks_world
+from . import protocol, world
 from .canvas import committed_text, diffusing_view, text_delta
 from .protocol import ApiError, ChatRequest
 from .service import ApiOptions, ChatService, internal_error
@@ -95,14 +96,18 @@ def _start(service: ChatService, lease: Any, request: ChatRequest) -> tuple[asyn
 
 async def _stream(events: asyncio.Queue, stop: Any, backend: Any, request: ChatRequest) -> AsyncIterator[bytes]:
     """Chunks: the role, then content (committed text deltas, or whole canvases when diffusing),
-    then the finish reason (with tool_calls), then usage when asked, then [DONE]."""
+    then the finish reason (with tool_calls), then usage when asked, then [DONE]. A model acting
+    in its world (app/api/world.py) sends each call it ran as a `world_call` chunk, and its answer
+    whole once it is read: the calls' markup is never content (diffusing canvases aside)."""
     cid, model = protocol.new_id(), request.model
     usage_extra = {"usage": None} if request.include_usage else {}
+    acting, world_format = world.runs_world(backend, request), speaks_world(backend)
 
     def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> bytes:
         return _sse({**protocol.chunk(cid, model, delta, reason, **extra), **usage_extra})
 
-    sent, hold = "", request.parse_tools       # with tools, text is held until the calls are read
+    # with tools, or acting in the world, text is held until the calls are read
+    sent, hold, steps, canvas = "", request.parse_tools or acting, 0, ""
     try:
         yield chunk({"role": "assistant", "content": ""})
         while True:
@@ -110,30 +115,37 @@ async def _stream(events: asyncio.Queue, stop: Any, backend: Any, request: ChatR
             if event[0] == "frame":
                 frame = event[1]
                 if request.diffusing:
-                    text, extension = diffusing_view(backend, frame)
-                    yield chunk({"content": text}, diffusion=extension)
+                    canvas, extension = diffusing_view(backend, frame)
+                    yield chunk({"content": canvas}, diffusion={**extension, "step": steps} if acting else extension)
                 elif not hold:
                     delta = text_delta(sent, committed_text(backend, frame))
                     if delta:
                         sent += delta
                         yield chunk({"content": delta})
                 continue
+            if event[0] == "step":
+                steps += 1
+                view = world.call_view(event[1])
+                if view is not None:
+                    yield chunk({}, world_call=view)
+                continue
             if event[0] == "error":
                 yield _sse(event[1].body())
                 break
-            result, prompt_tokens = event[1], event[2]
-            content, tool_calls, reason = protocol.answer(result, request)
+            answer: protocol.Reply = event[1]
+            content = answer.content or ""
             delta: dict[str, Any] = {}
             if not request.diffusing:
-                rest = (content or "") if hold else (result.text[len(sent):] if result.text.startswith(sent)
-                                                      else "")
+                rest = content if hold else (content[len(sent):] if content.startswith(sent) else "")
                 if rest:
                     delta["content"] = rest
-            if tool_calls:
-                delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(tool_calls)]
-            yield chunk(delta, reason)
+            elif world_format and content and content != canvas:
+                delta["content"] = content     # the answer replaces the last canvas (the call that held it)
+            if answer.tool_calls:
+                delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
+            yield chunk(delta, answer.finish_reason)
             if request.include_usage:
-                yield _sse(protocol.usage_chunk(cid, model, protocol.usage(result, prompt_tokens)))
+                yield _sse(protocol.usage_chunk(cid, model, answer.usage))
             break
         yield b"data: [DONE]\n\n"
     finally:
@@ -167,8 +179,8 @@ def make_router(service: ChatService) -> APIRouter:
                 events, stop = _start(service, lease, chat)
                 return StreamingResponse(_stream(events, stop, lease.backend, chat), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
-            result, prompt_tokens = await run_in_threadpool(service.generate, lease, chat)
-            return JSONResponse(protocol.completion(protocol.new_id(), chat, result, prompt_tokens))
+            answer = await run_in_threadpool(service.generate, lease, chat)
+            return JSONResponse(protocol.completion(protocol.new_id(), chat, answer))
         except ApiError as error:
             return error_response(error)
         except Exception:  # noqa: BLE001

@@ -6,6 +6,9 @@ One model serves one generation at a time (its cache holds one run), exactly as 
 calls take the model's lock from the shared ModelRegistry, so the page and the API queue for
 the same model together. At most `queue_limit` calls per model are admitted (running or
 waiting); the next one is answered 503 at once instead of waiting behind them.
+
+A model that writes its world's agent format (Sprout), asked without client tools, answers by
+acting in its own world (app/api/world.py): several generations, one call.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import catalog
-from engine.agent import prompt_ids_for
+from engine.agent import Step, prompt_ids_for
 from engine.backends.base import BackendError
 from engine.generate import run
-from engine.trace import ConfigError, Frame, Result
+from engine.trace import ConfigError, Frame
 from sessions import StoreError
 
 from ..settings import DEFAULTS as PAGE_DEFAULTS
-from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, split_tool_calls, tools_system_text
+from ..steps import step_turns
+from ..worlds import speaks_world
+from . import world
+from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, Reply, reply, split_tool_calls, tools_system_text
 
 log = logging.getLogger("diffusion_playground.api")
 # the page's controls (GenerationConfig fields only), for models outside the catalog
@@ -114,13 +120,17 @@ class ChatService:
     # -- one generation --------------------------------------------------------------------------
     def prompt_ids(self, backend: Any, request: ChatRequest) -> list[int]:
         messages = list(request.messages)
-        if request.tools and getattr(backend, "chat_format", None) != "world":
+        if request.tools and not speaks_world(backend):
             # a model that has not learned the tools reads them from a system prompt; Sprout knows them
             tools = tools_system_text(request.tools)
             if messages and messages[0]["role"] == "system":
                 messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{tools}"}
             else:
                 messages.insert(0, {"role": "system", "content": tools})
+        return self.encode(backend, messages)
+
+    @staticmethod
+    def encode(backend: Any, messages: list[dict[str, str]]) -> list[int]:
         try:
             return prompt_ids_for(backend, messages)
         except ValueError as error:
@@ -128,30 +138,45 @@ class ChatService:
                            param="messages") from None
 
     def generate(self, lease: Lease, request: ChatRequest, on_frame: Callable[[Frame], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> tuple[Result, int]:
-        """(Result, prompt tokens); the lease is released when this returns or raises."""
+                 should_stop: Callable[[], bool] | None = None,
+                 on_step: Callable[[Step], None] | None = None) -> Reply:
+        """The call's Reply; the lease is released when this returns or raises. `on_step` hears
+        each reply of a model acting in its world (app/api/world.py)."""
+        backend, acting = lease.backend, world.runs_world(lease.backend, request)
         try:
-            prompt = self.prompt_ids(lease.backend, request)
             try:
-                result = run(lease.backend, prompt, request.config, on_frame=on_frame, should_stop=should_stop)
+                if acting:
+                    acted = world.answer(backend, request, lambda messages: self.encode(backend, messages), on_frame,
+                                         should_stop, on_step)
+                else:
+                    prompt = self.prompt_ids(backend, request)
+                    result = run(backend, prompt, request.config, on_frame=on_frame, should_stop=should_stop)
             except ConfigError as error:
                 raise ApiError(400, str(error)) from None
             except BackendError as error:
                 raise ApiError(500, str(error), "server_error") from None
         finally:
             lease.release()
-        self.save(request, result)
-        return result, len(prompt)
+        if acting:
+            self.save(request, step_turns(acted.steps, request.config, request.model), {"world": acted.spec})
+            return acted.reply
+        calls = split_tool_calls(result.text)[1] if request.parse_tools else []
+        self.save(request, [{"role": "assistant", "content": result.text, "generation": result,
+                             "config": request.config, "model": request.model,
+                             "tool_calls": [{"step": i, **c} for i, c in enumerate(calls)]}])
+        return reply(result, request, len(prompt), speaks_world(backend))
 
     def start(self, lease: Lease, request: ChatRequest, emit: Callable[[tuple], None]) -> threading.Event:
-        """Run in a worker thread: emit(("frame", f)) per frame, then ("done", result, prompt_tokens)
-        or ("error", ApiError). Setting the returned event stops the generation after its frame."""
+        """Run in a worker thread: emit(("frame", f)) per frame, ("step", step) per reply of a model
+        acting in its world, then ("done", reply) or ("error", ApiError). Setting the returned event
+        stops the generation after its frame."""
         stop = threading.Event()
 
         def work() -> None:
             try:
-                result, prompt_tokens = self.generate(lease, request, lambda f: emit(("frame", f)), stop.is_set)
-                emit(("done", result, prompt_tokens))
+                answer = self.generate(lease, request, lambda f: emit(("frame", f)), stop.is_set,
+                                       lambda step: emit(("step", step)))
+                emit(("done", answer))
             except ApiError as error:
                 emit(("error", error))
             except Exception:  # noqa: BLE001 - logged here; the client gets a sentence, not the traceback
@@ -162,20 +187,19 @@ class ChatService:
         return stop
 
     # -- the session -----------------------------------------------------------------------------
-    def save(self, request: ChatRequest, result: Result) -> None:
+    def save(self, request: ChatRequest, answer: list[Any], meta: dict[str, Any] | None = None) -> None:
+        """Keep the call: the client's messages, then the answer's turns (one generation, or every
+        step of a model acting in its world), in one transaction."""
         store = self.ctx.store
         if not self.options.store_calls or store is None:
             return
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         title = " ".join((users[-1] if users else "API call").split())[:80] or "API call"
-        calls = split_tool_calls(result.text)[1] if request.parse_tools else []
-        turns = [{"role": m["role"], "content": m["content"]} for m in request.messages]
-        turns.append({"role": "assistant", "content": result.text, "generation": result, "config": request.config,
-                      "model": request.model, "tool_calls": [{"step": i, **c} for i, c in enumerate(calls)]})
-        try:   # the question and the answer land together, in one transaction
+        turns = [{"role": m["role"], "content": m["content"]} for m in request.messages] + answer
+        try:
             store.save_exchange(None, turns, kind="api", title=title, model=request.model,
                                 meta={"stream": request.stream, "diffusing": request.diffusing,
-                                      "tools": len(request.tools)})
+                                      "tools": len(request.tools), **(meta or {})})
         except (StoreError, ValueError) as error:
             log.warning("an API call was answered but not stored: %s", error)
 

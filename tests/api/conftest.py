@@ -3,6 +3,9 @@ shared by the API tests; each test reaches it with the official `openai` client.
 
 from __future__ import annotations
 
+import json
+import re
+
 import openai
 import pytest
 
@@ -10,10 +13,29 @@ from app.api import ApiOptions
 from engine.world.format import render_call
 from tests.e2e.app_fakes import Slow, free_port
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from tests.world.scripted import world_format
 
 ANSWER = "The answer is 42, decided a few tokens per round by a diffusion model."
 AR_ANSWER = "Hello from the AR twin, one token per forward."
 JSON_ANSWER = '{"product":"rain jacket","colour":"blue","quantity":2,"gift":false}'
+
+
+WORLD_HELLO = "Hello! I am Sprout, a small agent for a web shop and a back office."
+
+
+def world_target(prompt: str) -> str:
+    """A scripted world-format model (as Sprout writes): every reply one call. Asked for caps, it
+    searches and then names the first product of the response; asked to go on forever, it views
+    the cart every turn; otherwise it answers at once with finish."""
+    asked = prompt.rsplit("<|user|>", 1)[-1]
+    responses = [json.loads(r) for r in re.findall(r"<tool_response>(.*?)</tool_response>", asked)]
+    if "cap" in asked:
+        if responses:
+            return render_call("finish", {"answer": f"Found {responses[-1][0]['id']} in size M."})
+        return render_call("search_products", {"query": "cap", "size": "M"})
+    if "forever" in asked:
+        return render_call("view_cart", {})
+    return render_call("finish", {"answer": WORLD_HELLO})
 
 
 def tool_target(prompt: str) -> str:
@@ -37,6 +59,9 @@ def backends() -> dict:
         "broken-bd": Broken(ANSWER, name="broken-bd"),
         "json-bd": FakeDiffusionBackend(JSON_ANSWER, name="json-bd"),   # response_format (test_v1_response_format.py)
         "json-ar": FakeARBackend(JSON_ANSWER, name="json-ar"),
+        "world-bd": world_format(FakeDiffusionBackend(world_target, name="world-bd")),   # test_v1_world.py
+        "world-ar": world_format(FakeARBackend(world_target, name="world-ar")),
+        "hermes-bd": FakeDiffusionBackend(world_target, name="hermes-bd"),   # the same text, not a world model
     }
 
 

@@ -1,0 +1,41 @@
+"""The world a conversation with a world-format model (Sprout) acts in, shared by the Chat tab and
+the /v1 API: which world it starts from, how many tool steps one answer may take, and what is
+said when no answer came."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.world.state import World, world_for
+from engine.world.tasks import load_heldout_tasks
+
+DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
+MAX_TOOL_STEPS = 8            # model replies per answer (tool calls, parse errors, the answer itself)
+
+
+def speaks_world(backend: Any) -> bool:
+    """Whether the model writes its world's agent format natively (every reply a tool call, the
+    answer the call finish): Sprout, and fakes that stand in for it."""
+    return getattr(backend, "chat_format", None) == "world"
+
+
+def world_spec_for(message: str) -> dict[str, Any]:
+    """The world a conversation starts in: the held-out task whose instruction `message` is, else
+    the held-out background world."""
+    wanted = " ".join(message.split()).lower()
+    for task in load_heldout_tasks():
+        if " ".join(task["instruction"].split()).lower() == wanted:
+            return {"seed": task["world"]["seed"], "split": task["split"], "setup": task["world"].get("setup", {}),
+                    "task_id": task["id"]}
+    return dict(DEFAULT_WORLD)
+
+
+def world_from_spec(spec: Mapping[str, Any]) -> World:
+    return world_for({"split": spec["split"], "world": {"seed": spec["seed"], "setup": spec.get("setup", {})}})
+
+
+def no_answer_note(steps_taken: int, early: str = "") -> str:
+    """What a person reads when the loop ended without an answer (`early`: why it stopped early)."""
+    why = early or f"no answer after {steps_taken} tool steps (the limit is {MAX_TOOL_STEPS})"
+    return f"(The model gave no answer: {why}.)"
