@@ -23,7 +23,7 @@ import torch
 
 from engine.backends.base import BackendError
 from engine.metrics import Ends, ModelClock, numbers
-from engine.samplers import confidence, propose, select, transfer_schedule
+from engine.samplers import confidence, dream_round, follows_dream, propose, select, transfer_schedule
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 
 EOS_FILL_CONFIDENCE = 1.0   # positions filled after an EOS block are "decided" with certainty
@@ -163,10 +163,11 @@ def block_slices(prompt_length: int, config: GenerationConfig) -> list[slice]:
 
 @torch.inference_mode()
 def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: GenerationConfig, round_index: int,
-                   schedule: list[int], generator: torch.Generator,
-                   window: slice | None = None) -> list[tuple[int, int, float]]:
+                   schedule: list[int], generator: torch.Generator, window: slice | None = None,
+                   prompt_length: int = 0) -> list[tuple[int, int, float]]:
     """One forward over the block; writes the chosen proposals into the canvas in place. With a
-    `window` (a sub-block), only its positions are proposed and may be chosen."""
+    `window` (a sub-block), only its positions are proposed and may be chosen. Dream's loop
+    (samplers.follows_dream) proposes and chooses its own way, over prompt + canvas."""
     logits = backend.denoise(canvas, block)                                    # (1, B, V)
     width = block.stop - block.start
     if logits.ndim != 3 or logits.shape[:2] != (1, width):
@@ -177,18 +178,24 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
     if not config.keep_mask_logit:                                             # ours: the mask has no share at all
         logits = logits.clone()
         logits[:, backend.mask_id] = float("-inf")
-    # Never propose the mask itself: upstream could, and the position would stay masked (a
-    # threshold loop at T = 0 would then never end); trained models give it ~0 anyway.
-    tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
-                            untempered_confidence=config.untempered_confidence, never=backend.mask_id)
     span = block if window is None else window                                 # upstream samples only the window
     current = canvas[0, span]                                                  # view
     masked = current == backend.mask_id
-    chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
+    # Never propose the mask itself: upstream could, and the position would stay masked (a
+    # threshold loop at T = 0 would then never end); trained models give it ~0 anyway.
+    if follows_dream(config):
+        chosen, tokens, conf = dream_round(
+            logits, masked, config, round_index, generator, dtype=getattr(backend, "logits_dtype", torch.float32),
+            offset=prompt_length + span.start, length=prompt_length + canvas.shape[1], never=backend.mask_id)
+    else:
+        tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
+                                untempered_confidence=config.untempered_confidence, never=backend.mask_id)
+        chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
+        conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
     toks = tokens[picked]
     current[picked] = toks
-    confs = probs[picked, toks]                                                # c_i = p_i[x_i]
+    confs = conf[picked]
     return [(span.start + i, t, c) for i, t, c in zip(picked.tolist(), toks.tolist(), confs.tolist())]
 
 
@@ -228,7 +235,7 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
         while True:
             window = _window(canvas, block, config, mask_id)
             committed = pending + _denoise_round(backend, canvas, block, config, round_index, schedule, generator,
-                                                 window)
+                                                 window, len(prompt))
             pending = []
             done = not bool((canvas[0, block] == mask_id).any())
             if done:

@@ -63,6 +63,11 @@ class FullAttentionBackend(HFTextMixin):
         shift = 1 if self.logit_shift else 0                          # hidden i-1 predicts token i
         return logits[:, p + start - shift: p + stop - shift].float()  # (1, len(block), V)
 
+    @property
+    def logits_dtype(self) -> torch.dtype:
+        """The dtype the model's logits come in (its parameters'): Dream's loop samples in it."""
+        return model_dtype(self.model)
+
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
         """No cache: the next forward re-reads the canvas anyway."""
 
