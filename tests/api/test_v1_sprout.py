@@ -1,6 +1,7 @@
 """/v1 with the bundled Sprout-BD, through the official openai client: a held-out agent task
-driven entirely through the API reaches the grader's success, and streams (plain, diffusing,
-eight at once) agree with the non-streamed answer at temperature 0."""
+driven entirely through the API (the client runs the tools) reaches the grader's success; a
+plain chat (no tools) is answered in text, Sprout acting in its world on the server; and streams
+(plain, diffusing, eight at once) agree with the non-streamed answer at temperature 0."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from app.api.canvas import MASK_GLYPH
 from engine.catalog import models_dir
-from engine.world.format import render_response
+from engine.world.format import CALL_OPEN, render_response
 from engine.world.grader import grade
 from engine.world.state import world_for
 from engine.world.tasks import load_heldout_tasks
@@ -62,18 +63,32 @@ def test_a_heldout_agent_task_succeeds_through_the_api_alone(client):
         assert len(steps) == len(task["gold_actions"])
 
 
+def test_a_plain_chat_with_sprout_answers_in_text(client):
+    """No tools: Sprout acts in its own world on the server and finish's answer is the content."""
+    for prompt in ("hello, who are you?", "Add 2 pink hoodies in size XL."):
+        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}],
+                                               temperature=0)
+        choice = reply.choices[0]
+        assert choice.finish_reason == "stop" and choice.message.content and not choice.message.tool_calls
+        assert CALL_OPEN not in reply.model_dump_json(), reply.model_dump_json()
+        assert "gave no answer" not in choice.message.content
+    assert [c["name"] for c in choice.model_extra["world_calls"]][0] == "search_products"
+
+
 def test_sprout_streams_agree_with_the_completion(client):
     messages = [{"role": "user", "content": "Add 2 pink hoodies in size XL."}]
     plain = client.chat.completions.create(model=MODEL, messages=messages, temperature=0).choices[0].message.content
     chunks = list(client.chat.completions.create(model=MODEL, messages=messages, temperature=0, stream=True))
-    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
-    assert len(pieces) > 1 and "".join(pieces) == plain
-    canvases = [c.choices[0].delta.content for c in client.chat.completions.create(
-        model=MODEL, messages=messages, temperature=0, stream=True, extra_body={"diffusing": True})
-        if c.choices and c.choices[0].delta.content]
-    masks = [c.count(MASK_GLYPH) for c in canvases]
-    assert masks[0] > 0 and masks[-1] == 0 and all(a >= b for a, b in zip(masks, masks[1:]))
-    assert canvases[-1] == plain
+    assert all(CALL_OPEN not in c.model_dump_json() for c in chunks)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == plain
+    diffusing = [c for c in client.chat.completions.create(
+        model=MODEL, messages=messages, temperature=0, stream=True, extra_body={"diffusing": True}) if c.choices]
+    canvases = [(c.choices[0].model_extra.get("diffusion"), c.choices[0].delta.content) for c in diffusing
+                if c.choices[0].delta.content]
+    for step in {r["step"] for r, _ in canvases[:-1]}:      # each step's canvas loses masks round by round
+        masks = [text.count(MASK_GLYPH) for r, text in canvases[:-1] if r["step"] == step]
+        assert masks[0] > 0 and masks[-1] == 0 and all(a >= b for a, b in zip(masks, masks[1:]))
+    assert canvases[-1] == (None, plain)                  # then the answer replaces the last canvas
 
     def one(_: int) -> str:
         stream = client.chat.completions.create(model=MODEL, messages=messages, temperature=0, stream=True)
