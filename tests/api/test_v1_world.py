@@ -118,6 +118,8 @@ def test_client_tools_get_calls_and_finish_is_the_answer_unless_offered(client):
     search = ask(client, CAPS, tools=WEATHER).choices[0]                    # a world call goes to the client
     assert search.finish_reason == "tool_calls" and search.message.tool_calls[0].function.name == "search_products"
     assert not (search.model_extra or {}).get("world_calls")
+    refused = ask(client, CAPS, tools=WEATHER, tool_choice="none").choices[0]   # no client calls: its world runs
+    assert refused.message.content == found_in_the_default_world()[1] and refused.model_extra["world_calls"]
 
 
 def test_a_model_that_is_not_world_format_gets_its_text_as_written(client):
