@@ -13,8 +13,8 @@ shift or not), built here. `--decoding` defaults to the one the model follows. N
 seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
 an accelerator: clock_for), tokens/s; overhead = engine s / reference s, and per forward (for a
 decoding whose forwards differ from the reference's); and whether the engine produced the
-reference's canvases, round for round (for SDAR up to a round where upstream rewrote a decided
-token).
+reference's canvases, round for round (for SDAR through a round where upstream overwrote a
+prompt token).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _dream(model, prompt, config, mask_id):
     from engine.upstream import dream
 
     return dream.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, steps=config.steps,
-                        temperature=config.temperature, top_p=config.top_p, seed=config.seed)
+                        temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, seed=config.seed)
 
 
 def _sdar(model, prompt, config, mask_id):
@@ -105,7 +105,7 @@ def _sdar(model, prompt, config, mask_id):
     canvases, rewrote = sdar.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length,
                                     block=config.block_size, steps=config.steps, temperature=config.temperature,
                                     threshold=config.threshold, seed=config.seed)
-    return canvases if rewrote is None else canvases[:rewrote]   # the engine never rewrites a decided token
+    return canvases if rewrote is None else canvases[:rewrote + 1]   # the engine never edits the prompt
 
 
 def _fast_dllm_v2(model, prompt, config, mask_id):
@@ -130,7 +130,7 @@ REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
     "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
     "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2,
 }
-# Compare the reference's rounds only: SDAR's stop where upstream rewrote a decided token.
+# Compare the reference's rounds only: SDAR's stop at a round where upstream overwrote a prompt token.
 PREFIX_ONLY = ("sdar",)
 
 

@@ -259,13 +259,40 @@ def factor_prefix(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.T
     return _choose(masked, ranked[:count])
 
 
-def threshold_or_top_k(conf: torch.Tensor, masked: torch.Tensor, tau: float, k: int) -> torch.Tensor:
-    """SDAR's `low_confidence_dynamic`: the masked positions with c_i > tau (strict) when there
-    are at least k of them, else the k most confident masked positions (k from the schedule)."""
+def aligned_top_k(conf: torch.Tensor, masked: torch.Tensor, k: int, width: int) -> torch.Tensor:
+    """torch.topk(k) over the whole aligned block as SDAR and LLaDA2 lay it out: `width`
+    positions, the prompt's tail at the front of a shorter first block (width - B of them), then
+    the block's B rows, -inf wherever the position is not masked. Returns the block rows picked
+    (a pick in the prompt's tail is dropped). Ties come out in the order topk gives for exactly
+    that tensor, as upstream's do; when k exceeds the masks left, topk also returns decided
+    positions (score -inf), in that order too."""
+    pad = width - conf.shape[0]
+    scores = torch.cat([conf.new_full((pad,), NEG_INF), torch.where(masked, conf, NEG_INF)])   # (width,)
+    picked = torch.topk(scores, k).indices - pad
+    return picked[picked >= 0]
+
+
+def threshold_or_top_k(conf: torch.Tensor, masked: torch.Tensor, tau: float, k: int, width: int) -> torch.Tensor:
+    """LLaDA2's rule: the masked positions with c_i > tau (strict) when there are at least k of
+    them, else the top min(k, M) masked positions (aligned_top_k; k from the schedule)."""
     high = masked & (conf > tau)
     if int(high.sum()) >= k:
         return high
-    return top_scores(conf, masked, k)
+    return _choose(masked, aligned_top_k(conf, masked, min(k, int(masked.sum())), width))
+
+
+def threshold_or_top_k_uncapped(conf: torch.Tensor, masked: torch.Tensor, tau: float, k: int,
+                                width: int) -> torch.Tensor:
+    """SDAR's `low_confidence_dynamic` as its code runs: like threshold_or_top_k, but k is not
+    capped at the M masks left. When k > M (a round after one that committed more than its k,
+    or a first block that starts with the prompt's tail) topk takes all M and k - M decided
+    positions, and SDAR writes its fresh proposals over them: so does this rule, which is the
+    only one that may return positions that are not masked. A pick in the prompt's tail is
+    dropped: SDAR would overwrite a prompt token there; the engine never edits the prompt."""
+    high = masked & (conf > tau)
+    if int(high.sum()) >= k:
+        return high
+    return _choose(masked, aligned_top_k(conf, masked, k, width))
 
 
 def entropy_bounded(probs: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -380,6 +407,11 @@ class Round:
     k: int                              # scheduled samplers: tokens to commit this round
     generator: torch.Generator | None
 
+    @property
+    def width(self) -> int:
+        """Positions of the whole block: an aligned first block also holds the prompt's tail."""
+        return self.config.block_size if self.config.aligned_blocks else self.masked.shape[0]
+
 
 @dataclass(frozen=True)
 class Sampler:
@@ -404,8 +436,13 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("threshold_strict", "Fast-dLLM v2: every masked position with confidence > threshold, at least the top.",
             ("threshold",), False, lambda r: threshold_strict(r.conf, r.masked, r.config.threshold)),
     Sampler("threshold_or_top_k",
-            "SDAR: every masked position with confidence > threshold when at least k are, else the top k.",
-            ("threshold", "steps"), True, lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k)),
+            "LLaDA2: every masked position with confidence > threshold when at least k are, else the top k.",
+            ("threshold", "steps"), True,
+            lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k, r.width)),
+    Sampler("threshold_or_top_k_uncapped",
+            "SDAR: as threshold_or_top_k, but a k above the masks left also re-samples decided tokens.",
+            ("threshold", "steps"), True,
+            lambda r: threshold_or_top_k_uncapped(r.conf, r.masked, r.config.threshold, r.k, r.width)),
     Sampler("prefix_threshold",
             "Ours: the leftmost masked position, then the ones after it while confidence >= threshold.",
             ("threshold",), False, lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold)),
@@ -435,10 +472,12 @@ def select(
     transfer_schedule(M at block start, steps), read by the scheduled samplers. With
     config.steps_cap, every sampler but `reference` commits all that is still masked in round
     steps - 1; without it the unscheduled ones (threshold, factor, ...) go on until the block is
-    done, as Fast-dLLM does.
+    done, as Fast-dLLM does. SDAR's rule runs its last round itself (its k may exceed the masks
+    left there too).
     """
     sampler = SAMPLERS[config.sampler]
-    if sampler.name != "reference" and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
+    own_last_round = sampler.name in ("reference", "threshold_or_top_k_uncapped")
+    if not own_last_round and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
         return masked.clone()
     if config.schedule == "dream":
         k = dream_transfer_count(int(masked.sum()), round_index, config.steps)

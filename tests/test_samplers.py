@@ -218,6 +218,8 @@ def test_select_last_round_commits_the_rest_but_reference_commits_one():
         if name == "reference":
             conf = samplers.confidence(probs, tokens).masked_fill(~masked, -1)
             assert chosen(picked) == {int(conf.argmax())}
+        elif name == "threshold_or_top_k_uncapped":                            # SDAR: its k (2) in this round too
+            assert int(picked.sum()) == 2 and not (picked & ~masked).any()
         else:
             assert torch.equal(picked, masked)
 
@@ -231,9 +233,33 @@ def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, ro
     tokens = probs.argmax(-1)
     masked = torch.rand(width, generator=g) < 0.6
     config = GenerationConfig(sampler=sampler, block_size=width, gen_length=width, steps=min(4, width), threshold=tau)
-    picked = samplers.select(config, probs, tokens, masked, round_index, samplers.transfer_schedule(width, 4), g)
-    assert not (picked & ~masked).any()
+    schedule = samplers.transfer_schedule(width, 4)
+    picked = samplers.select(config, probs, tokens, masked, round_index, schedule, g)
+    if sampler == "threshold_or_top_k_uncapped" and round_index < len(schedule) > 0:   # SDAR: k, masked or not
+        assert picked[masked].all() if schedule[round_index] >= int(masked.sum()) else not (picked & ~masked).any()
+    else:
+        assert not (picked & ~masked).any()
     assert int(picked.sum()) >= min(1, int(masked.sum()))
+
+
+def test_sdars_rule_takes_decided_positions_when_k_exceeds_the_masks():
+    """k = 2 with one mask left: SDAR's torch.topk returns the mask and one decided position (all
+    score -inf; which one is topk's order), and SDAR re-samples it. The capped rule does not."""
+    conf = torch.tensor([0.2, 0.5, 0.1, 0.4])
+    masked = mask(F, T, F, F)
+    topk_order = torch.topk(torch.tensor([-math.inf, 0.5, -math.inf, -math.inf]), 2).indices.tolist()
+    assert chosen(samplers.threshold_or_top_k_uncapped(conf, masked, 0.9, 2, 4)) == set(topk_order) > {1}
+    assert chosen(samplers.threshold_or_top_k(conf, masked, 0.9, 2, 4)) == {1}
+    # a first aligned block of one row behind three prompt-tail tokens: topk picks the mask and a
+    # tail position, which is dropped (SDAR would overwrite that prompt token)
+    tail_order = torch.topk(torch.tensor([-math.inf, -math.inf, -math.inf, 0.4]), 2).indices.tolist()
+    assert min(tail_order) < 3
+    assert chosen(samplers.threshold_or_top_k_uncapped(conf[3:], mask(T), 0.9, 2, 4)) == {0}
+    # through select, in the last round too
+    config = GenerationConfig(sampler="threshold_or_top_k_uncapped", block_size=4, gen_length=4, steps=2, threshold=0.9)
+    probs = torch.eye(4)[[0, 1, 2, 3]] * 0.4 + 0.15                           # confidence 0.55 everywhere
+    picked = samplers.select(config, probs, torch.arange(4), masked, 1, samplers.transfer_schedule(4, 2))
+    assert int(picked.sum()) == 2 and bool(picked[1])
 
 
 # --------------------------------------------------------------------------- through generate()
@@ -266,13 +292,14 @@ def test_generation_invariants(config, target, seed):
     for k, frame in enumerate(frames, start=1):
         assert frame.nfe == k
         for pos, token, _ in frame.committed:
-            assert pos not in decided_at, "a position was committed twice"
+            # SDAR's rule re-samples decided positions when its k exceeds the masks left
+            assert pos not in decided_at or config.sampler == "threshold_or_top_k_uncapped", "committed twice"
             assert token != MASK
             decided_at[pos] = k
             canvas[pos] = token
         assert frame.canvas == canvas, "canvas differs from the previous one plus this frame's commits"
 
-    assert set(decided_at) == set(range(length)), "every position is committed exactly once"
+    assert set(decided_at) == set(range(length)), "every position is committed"
     assert MASK not in frames[-1].canvas
     blocks = sorted({f.block for f in frames})
     assert blocks == list(range(len(blocks)))

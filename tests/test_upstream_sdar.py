@@ -45,8 +45,49 @@ def test_sdar(backend, prompt, temperature, block, steps, tau):
                                        steps=steps, temperature=temperature, threshold=tau, seed=5)
     if rewrote is None:
         assert ours == theirs
-    else:   # upstream rewrote a decided token (k above the masks left): equal up to that round
-        assert ours[:rewrote] == theirs[:rewrote]
+    else:   # upstream overwrote a prompt token: equal through that round, then its blocks read another prompt
+        assert ours[:rewrote + 1] == theirs[:rewrote + 1]
+
+
+# Which runs above overwrite what (k above the masks left): torch.topk's order over the block
+# decides which decided positions it returns, so this is counted, not derived.
+REWRITES = {"answer": 21, "prompt": 8}
+
+
+def test_sdar_rewrites_decided_tokens_as_sdar_does(backend):
+    """SDAR's topk may return decided positions, and SDAR writes fresh samples over them: over
+    the runs above it rewrites decided answer tokens in 21 (the engine does too, so those runs
+    are equal throughout) and prompt tokens in 8 (3-token prompt, blocks of 4, 2 steps: the
+    first block has one mask and k = 2; the engine leaves the prompt alone, so those runs are
+    equal only through that round). The engine's rule without rewrites differs in the 21."""
+    counts = {"answer": 0, "prompt": 0}
+    capped_differs = 0
+    for prompt in PROMPTS:
+        for temperature in TEMPERATURES:
+            for block, steps in ((4, 4), (4, 2), (8, 8), (8, 3)):
+                for tau in (0.3, 0.9):
+                    settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
+                                "threshold": tau, "seed": 5}
+                    theirs, prompt_round = reference.decode(
+                        backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, steps=steps,
+                        temperature=temperature, threshold=tau, seed=5)
+                    ours = engine_canvases(backend, prompt, **settings)
+                    rewrites_answer = any(rewritten(before, after) for before, after in zip(theirs, theirs[1:]))
+                    if prompt_round is not None:
+                        counts["prompt"] += 1
+                        assert (block, steps, len(prompt)) == (4, 2, 3)
+                    elif rewrites_answer:
+                        counts["answer"] += 1
+                        capped = engine_canvases(backend, prompt, **settings, sampler="threshold_or_top_k")
+                        capped_differs += capped != theirs
+                        assert ours == theirs
+    assert counts == REWRITES
+    assert capped_differs == REWRITES["answer"]
+
+
+def rewritten(before: list[int], after: list[int]) -> bool:
+    """A position decided in `before` holds another token in `after`."""
+    return any(b != tm.MASK_ID and a != b for b, a in zip(before, after))
 
 
 def test_the_comparison_can_fail(backend):

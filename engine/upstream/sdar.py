@@ -17,9 +17,12 @@ What it does:
 Matched noise: upstream draws with torch.multinomial; here the token is the Gumbel-max sample
 argmax(log probs + g) with the engine's uniforms, an exact sample from the same distribution,
 drawn for the answer's positions only (a prompt-tail row takes its argmax).
-When k exceeds the masks left, upstream's topk also picks decided positions (-inf scores,
-possibly prompt-tail tokens) and overwrites them with fresh samples; `decode` reports the
-first round where that happened (the engine never rewrites a decided token).
+When k exceeds the masks left (a round after one whose threshold committed more than its k, or
+a first block short of masks by the prompt's tail), the topk takes every mask and k - M
+decided positions (all score -inf; which ones is topk's order for that tensor) and overwrites
+them with fresh samples. The engine does the same for decided answer tokens; a pick in the
+prompt's tail would change the prompt itself (the later blocks read it from the cache), which
+the engine never does: `decode` reports the first round where upstream did.
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator
 
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: int, steps: int,
            temperature: float, threshold: float, seed: int) -> tuple[list[list[int]], int | None]:
-    """(the answer span after every round, the first round where upstream rewrote a decided
-    position, or None)."""
+    """(the answer span after every round, the first round where upstream overwrote a prompt
+    token, or None)."""
     generator = torch.Generator().manual_seed(seed)
     p = len(prompt)
     num_blocks = (p + gen_length + block - 1) // block
@@ -98,7 +101,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
             else:
                 transfer = torch.zeros_like(masked)
                 transfer[torch.topk(conf, schedule[step]).indices] = True
-            if bool((transfer & ~masked).any()) and rewrote is None:
+            if bool(transfer[:tail].any()) and rewrote is None:
                 rewrote = len(canvases)
             cur[0, transfer] = x0[transfer]
             x[:, lo:hi] = cur
