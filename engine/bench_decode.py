@@ -232,7 +232,7 @@ def table(report: dict[str, Any]) -> str:
 
 
 def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int,
-                  temperature: float | None) -> GenerationConfig:
+                  temperature: float | None, top_p: float | None = None) -> GenerationConfig:
     """The GenerationConfig of a DECODINGS entry at these sizes. Dream decodes the whole canvas
     as one block; Fast-dLLM v2's sub-blocks are at most a block; LLaDA2's "temperature 0" samples
     at 1 (its reference does), so its default is 1."""
@@ -243,6 +243,8 @@ def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int
     if temperature is None:
         temperature = 1.0 if decoding == "llada2" else 0.0
     settings = dict(DECODINGS[decoding].settings)
+    if top_p is not None:
+        settings["top_p"] = top_p
     if decoding == "dream":
         block_size = gen_length
     if settings.get("sub_block_size", 0) > block_size:                        # sub-blocks tile a block
@@ -263,6 +265,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--steps", type=int, default=16)
     p.add_argument("--temperature", type=float, help="default 0 (LLaDA2: 1, its reference's 0)")
+    p.add_argument("--top-p", type=float, help="default: the decoding's (1, Fast-dLLM v2: 0.95); only the Dream and "
+                                                   "Fast-dLLM v2 reference loops filter by it")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", action="store_true")
@@ -289,7 +293,7 @@ def _report(args) -> dict:
     if decoding is None:
         raise ValueError(f"{args.model} follows no upstream decoding: name one with --decoding.")
     config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
-                           temperature=args.temperature)
+                           temperature=args.temperature, top_p=args.top_p)
     if random_name is not None:
         backend = random_backend(random_name, args.device, args.hidden, args.layers)
     else:

@@ -52,6 +52,15 @@ def test_dream(backend, prompt, temperature, top_p, top_k, steps):
     assert engine_canvases(backend, prompt, **settings) == reference_canvases(backend, prompt, **settings)
 
 
+@pytest.mark.parametrize("sampler, alg", [("low_confidence", "maskgit_plus"), ("margin", "topk_margin")])
+@pytest.mark.parametrize("prompt", PROMPTS[:2], ids=PROMPT_IDS[:2])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_dreams_other_algs(backend, sampler, alg, prompt, temperature):
+    settings = {"steps": 6, "temperature": temperature, "top_p": 0.9}
+    ours = engine_canvases(backend, prompt, sampler=sampler, **settings)
+    assert ours == reference_canvases(backend, prompt, alg=alg, **settings)
+
+
 def test_without_dreams_own_round_top_p_runs_differ(backend, monkeypatch):
     """The test above can fail: through the engine's generic `entropy` sampler (ties broken by
     position, top-p filtered only when T > 0 and before top-k, in float64) several top-p runs

@@ -1,4 +1,4 @@
-"""Dream's decoding loop (alg="entropy", alg_temp 0), written from Dream-org/Dream
+"""Dream's decoding loop (alg entropy, maskgit_plus or topk_margin; alg_temp 0), written from Dream-org/Dream
 `src/diffllm/gen_utils.py` / `generation_utils.py` `_sample` and `sample_tokens` (the
 repository could not be fetched here: read from copies of that function found in the code
 index; they agree line for line on what follows).
@@ -42,10 +42,11 @@ def _top_k(logits: torch.Tensor, top_k: int) -> torch.Tensor:
 
 
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: int, temperature: float,
-           top_p: float, seed: int, top_k: int = 0, eps: float = 1e-3) -> list[list[int]]:
+           top_p: float, seed: int, top_k: int = 0, alg: str = "entropy", eps: float = 1e-3) -> list[list[int]]:
     """The canvas after every round. `model` is a transformers model or engine.upstream.device's
     OnDevice wrapper (which hands back float32 CPU logits): either way the loop computes in the
-    model's own dtype and on its device, as Dream does."""
+    model's own dtype and on its device, as Dream does. `alg`: entropy, maskgit_plus (confidence
+    p[x0]) or topk_margin (p_(1) - p_(2))."""
     generator = torch.Generator().manual_seed(seed)
     device, dtype = model.device, model.dtype
     p = len(prompt)
@@ -71,7 +72,13 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: in
             x0 = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
         else:
             x0 = probs.max(-1).indices
-        confidence = torch.sum(probs * torch.log(probs + 1e-10), dim=-1)
+        if alg == "entropy":
+            confidence = torch.sum(probs * torch.log(probs + 1e-10), dim=-1)
+        elif alg == "topk_margin":
+            sorted_probs = torch.sort(probs, dim=-1, descending=True).values
+            confidence = sorted_probs[:, 0] - sorted_probs[:, 1]
+        else:
+            confidence = probs.gather(-1, x0[:, None])[:, 0]
         t, s = timesteps[i], timesteps[i + 1]
         num_mask_token = mask_index.sum().cpu() / 1
         k = int(num_mask_token * (1 - s / t)) if i < steps - 1 else int(num_mask_token)
