@@ -62,6 +62,7 @@ def backends() -> dict:
         "world-bd": world_format(FakeDiffusionBackend(world_target, name="world-bd")),   # test_v1_world.py
         "world-ar": world_format(FakeARBackend(world_target, name="world-ar")),
         "hermes-bd": FakeDiffusionBackend(world_target, name="hermes-bd"),   # the same text, not a world model
+        "slow-world-bd": Slow(world_format(FakeDiffusionBackend(world_target, name="slow-world-bd")), 0.05),
     }
 
 

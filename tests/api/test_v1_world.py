@@ -10,13 +10,16 @@ import json
 
 import pytest
 
+from app.api import world
 from app.api.canvas import MASK_GLYPH
-from app.api.protocol import lift_finish
+from app.api.protocol import lift_finish, read_request
 from app.api.world import model_messages
 from app.worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, no_answer_note, world_from_spec
 from engine.world.format import CALL_OPEN, render_call
 from engine.world.tools import call_tool, openai_tools
-from tests.api.conftest import WORLD_HELLO
+from tests.api.conftest import WORLD_HELLO, world_target
+from tests.fakes import FakeDiffusionBackend
+from tests.world.scripted import world_format
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"gen_length": 192, "block_size": 32, "steps": 8, "sampler": "low_confidence"}
@@ -122,6 +125,28 @@ def test_client_tools_get_calls_and_finish_is_the_answer_unless_offered(client):
     assert refused.message.content == found_in_the_default_world()[1] and refused.model_extra["world_calls"]
 
 
+def test_a_client_that_goes_away_ends_the_world_run(served, client):
+    import time
+
+    store = served[0].store
+    before = {c["id"] for c in store.list_conversations(kind="api", limit=1000)}
+    stream = client.chat.completions.create(model="slow-world-bd", messages=FOREVER, stream=True,
+                                            extra_body=SETTINGS)              # 8 steps of 48 forwards, ~20 s
+    chunks = iter(stream)
+    while not (next(chunks).choices[0].model_extra or {}).get("world_call"):
+        pass
+    stream.close()
+    started = time.perf_counter()
+    fast = {**SETTINGS, "steps": 2}                                          # 12 forwards
+    reply = client.chat.completions.create(model="slow-world-bd", messages=HELLO, extra_body=fast)
+    assert reply.choices[0].message.content == WORLD_HELLO
+    assert time.perf_counter() - started < 8.0         # it did not wait out the abandoned steps
+    abandoned = [c for c in store.list_conversations(kind="api", limit=1000)
+                 if c["id"] not in before and c["title"] == FOREVER[0]["content"]]
+    turns = store.get_conversation(abandoned[0]["id"])["turns"]
+    assert len([t for t in turns if t["role"] == "assistant"]) <= 3     # no new step began after it left
+
+
 def test_a_model_that_is_not_world_format_gets_its_text_as_written(client):
     reply = ask(client, HELLO, "hermes-bd").choices[0]
     assert reply.message.content == render_call("finish", {"answer": WORLD_HELLO}) and reply.finish_reason == "stop"
@@ -136,6 +161,16 @@ def test_a_world_run_is_stored_with_its_steps_and_world(served, client):
     turns = ctx.store.get_conversation(new[0]["id"])["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant", "tool", "assistant"]
     assert [c["name"] for t in turns for c in t["tool_calls"]] == ["search_products", "finish"]
+
+
+def test_no_step_begins_after_the_client_left():
+    backend = world_format(FakeDiffusionBackend(world_target, name="world-bd"))
+    request = read_request({"model": "world-bd", "messages": FOREVER, **SETTINGS}, lambda name: {})
+    seen: list = []
+    acted = world.answer(backend, request, backend.encode_chat, should_stop=lambda: len(seen) >= 2,
+                         on_step=seen.append)
+    assert len(acted.steps) == 2 and acted.reply.finish_reason == "length"
+    assert acted.reply.content == no_answer_note(2, "the client went away")
 
 
 def test_a_plain_answer_goes_back_to_the_model_as_its_finish_call():
