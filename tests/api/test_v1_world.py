@@ -161,6 +161,13 @@ def test_a_world_run_is_stored_with_its_steps_and_world(served, client):
     turns = ctx.store.get_conversation(new[0]["id"])["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant", "tool", "assistant"]
     assert [c["name"] for t in turns for c in t["tool_calls"]] == ["search_products", "finish"]
+    from app.sessions_tab import SessionsHandlers
+
+    sessions = SessionsHandlers(ctx)
+    transcript, picker, conversation, _status = sessions.open(str(new[0]["id"]))
+    assert "find a cap in size M" in transcript and len(picker.choices) == 2       # both generations replay
+    _view, _scrubber, panel, _heatmap, _commits = sessions.show_turn(conversation, picker.choices[-1][1])
+    assert "dp-grid" in panel
 
 
 def test_no_step_begins_after_the_client_left():
