@@ -398,6 +398,17 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
     assert backend.tokenizer.decode(backend.prompts[-1]).count("<tool_call>") >= 3
 
 
+def test_no_answer_within_the_tool_steps_is_said_as_the_api_says_it(ctx):
+    from app.worlds import MAX_TOOL_STEPS, no_answer_note
+
+    ctx.registry.get("fake-bd").target = render_call("view_cart", {})
+    final = ask(ChatHandlers(ctx), "Show my cart", settings=(64, 16, 16, "threshold", 0.9, 0.0, 0))[-1]
+    shown = final[OUT["chatbot"]]
+    assert len([m for m in shown if m.get("metadata")]) == MAX_TOOL_STEPS
+    assert shown[-1]["content"] == markdown_safe(no_answer_note(MAX_TOOL_STEPS))
+    assert "gave no answer: no answer after 8 tool steps (the limit is 8)" in html.unescape(shown[-1]["content"])
+
+
 def test_a_malformed_call_is_a_parse_error_card_not_an_answer(ctx):
     backend = ctx.registry.get("fake-bd")
     replies = iter(['<tool_call>{"name": "view_cart", "arguments": </tool_call>', "Your cart is empty."])
