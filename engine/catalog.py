@@ -98,10 +98,11 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
     Decoding("fast_dllm_factor", "NVlabs/Fast-dLLM llada/generate.py get_transfer_index_dynamic (after 24cc59e)",
              {**_UPSTREAM_RULES, "sampler": "factor", "factor": 1.0}, "tests/test_upstream_llada.py"),
     # SDAR: tempered confidence, strict > threshold or the scheduled top k (not capped at the masks
-    # left: decided tokens may be re-sampled, as SDAR's code does), blocks aligned to the prompt.
+    # left: decided tokens may be re-sampled, as SDAR's code does), blocks aligned to the prompt,
+    # probabilities in the model's dtype (SDAR's lm_head output is not cast).
     Decoding("sdar", "JetAstra/SDAR generate.py block_diffusion_generate @ c2041a8333333d685f6e15122c84f60f51f85ebd",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k_uncapped",
-              "threshold": 0.85},
+              "model_dtype_probs": True, "threshold": 0.85},
              "tests/test_upstream_sdar.py"),
     # Fast-dLLM v2: SDAR's alignment, plus the greedy first token, 8-token sub-blocks, and its
     # block count (gen_length // block + P // block: the prompt's tail counts toward gen_length).

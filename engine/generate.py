@@ -188,8 +188,10 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
             logits, masked, config, round_index, generator, dtype=getattr(backend, "logits_dtype", torch.float32),
             offset=prompt_length + span.start, length=prompt_length + canvas.shape[1], never=backend.mask_id)
     else:
+        dtype = getattr(backend, "logits_dtype", torch.float32) if config.model_dtype_probs else None
         tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
-                                untempered_confidence=config.untempered_confidence, never=backend.mask_id)
+                                untempered_confidence=config.untempered_confidence, never=backend.mask_id,
+                                dtype=dtype)
         chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
         conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span

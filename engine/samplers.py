@@ -59,7 +59,7 @@ def gumbel_noise(shape: tuple[int, ...], generator: torch.Generator | None, devi
 def propose(
     logits: torch.Tensor, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0,
     generator: torch.Generator | None = None, *, untempered_confidence: bool = False,
-    never: int | None = None,
+    never: int | None = None, dtype: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One proposal per row: logits (B, V) -> tokens (B,) long, probs (B, V).
 
@@ -71,7 +71,20 @@ def propose(
     probs = softmax(z) (at T = 1 when greedy), float32; with `untempered_confidence`,
     softmax(logits) in float64, unfiltered and at T = 1, as LLaDA and Fast-dLLM score confidence.
     `never`: a token id never proposed (the mask), though it keeps its share of probs.
+    `dtype`: compute as SDAR does, in the model's dtype: probs = softmax(filter(logits / T)) in
+    it, token = argmax(log probs + g) (the same sample, with that dtype's rounding; argmax probs
+    at T = 0), so confidences (bf16 on a GPU) compare with the threshold and tie as upstream's.
     """
+    if dtype is not None:
+        z = logits.to(dtype)
+        probs = torch.softmax(filter_logits(z / temperature, top_k, top_p) if temperature > 0 else z, dim=-1)
+        score = probs
+        if temperature > 0:
+            score = torch.log(probs.to(torch.float64)) + gumbel_noise(tuple(probs.shape), generator, probs.device)
+        if never is not None:
+            score = score.clone()
+            score[:, never] = NEG_INF
+        return torch.argmax(score, dim=-1), probs
     if temperature > 0:
         z = filter_logits(logits.to(torch.float64) / temperature, top_k, top_p)   # (B, V)
         score = z + gumbel_noise(tuple(z.shape), generator, z.device)

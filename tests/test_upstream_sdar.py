@@ -119,3 +119,36 @@ def test_the_answer_never_exceeds_gen_length(backend):
     answer = canvas[:16][: next((i for i, t in enumerate(canvas[:16]) if t == tm.EOS_ID), 16)]
     assert result.token_ids == [t for t in answer if t != tm.PAD_ID]
     assert result.stats.new_tokens == len(result.token_ids) <= 16
+
+
+@pytest.fixture(scope="module")
+def bf16_backend():
+    import torch
+
+    backend = tm.tiny_block_backend(seed=4, logit_shift=False)
+    backend.model.to(torch.bfloat16)
+    return backend
+
+
+def test_sdar_in_bf16(bf16_backend):
+    """SDAR samples in its logits' dtype (bf16 on a GPU): confidences rounded to bf16 meet the
+    threshold and tie as upstream's do only when the engine computes them in bf16 too
+    (`model_dtype_probs`, on in the sdar decoding); in float32 some of these runs differ."""
+    equal, equal_in_float32, runs = 0, 0, 0
+    for prompt in PROMPTS:
+        for temperature in (0.5, 1.0, 2.0):
+            for block, steps in ((4, 4), (4, 2), (8, 8), (8, 3)):
+                for tau in (0.3, 0.9):
+                    settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
+                                "threshold": tau, "seed": 5}
+                    theirs, prompt_round = reference.decode(
+                        bf16_backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, steps=steps,
+                        temperature=temperature, threshold=tau, seed=5)
+                    rounds = len(theirs) if prompt_round is None else prompt_round + 1
+                    ours = engine_canvases(bf16_backend, prompt, **settings)
+                    in_float32 = engine_canvases(bf16_backend, prompt, **settings, model_dtype_probs=False)
+                    runs += 1
+                    equal += ours[:rounds] == theirs[:rounds] and (prompt_round is not None or ours == theirs)
+                    equal_in_float32 += in_float32[:rounds] == theirs[:rounds]
+    assert equal == runs
+    assert equal_in_float32 < runs

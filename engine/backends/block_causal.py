@@ -128,6 +128,11 @@ class BlockCausalBackend(HFTextMixin):
         self._segment_end += [c + b] * b
 
     @property
+    def logits_dtype(self) -> torch.dtype:
+        """The dtype the model's logits come in (its parameters'): SDAR samples in it."""
+        return model_dtype(self.model)
+
+    @property
     def next_logits(self) -> torch.Tensor | None:
         """(1, V) logits for the position after everything cached (from prefill or the last
         commit), or None before anything was cached."""

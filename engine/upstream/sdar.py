@@ -8,7 +8,9 @@ What it does:
   (block(i) >= block(j)); its last P mod block tokens share the first decoded block;
 - per block, at most `steps` denoising forwards of the whole block (its prompt tail included)
   against the cache, which they do not write; then one forward that stores the finished block;
-- sampling: probs = softmax(filter(logits / T)) (tempered confidence), token ~ probs; at T = 0
+- sampling, in the logits' dtype on the model's device (SDAR's modeling returns its lm_head
+  output uncast, bf16 on a GPU; here the model's dtype stands for it): probs =
+  softmax(filter(logits / T)) (tempered confidence), token ~ probs; at T = 0
   (where upstream would divide by zero) the argmax and softmax(logits);
 - `low_confidence_dynamic`: with k = num_transfer_tokens[step] (block_length split evenly over
   the steps, earlier steps first), commit the masked positions with confidence > threshold
@@ -49,7 +51,7 @@ def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator
         probs = torch.softmax(logits, -1)
         return probs.argmax(-1), probs.max(-1).values
     probs = torch.softmax(logits / temperature, -1)
-    g = -torch.log(-torch.log(uniforms(generator, *logits.shape)))
+    g = -torch.log(-torch.log(uniforms(generator, *logits.shape))).to(logits.device)
     token = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
     return token, probs.gather(-1, token[:, None])[:, 0]
 
@@ -59,6 +61,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
     """(the answer span after every round, the first round where upstream overwrote a prompt
     token, or None)."""
     generator = torch.Generator().manual_seed(seed)
+    device, dtype = model.device, model.dtype          # SDAR samples in the logits' (= the model's) dtype
     p = len(prompt)
     num_blocks = (p + gen_length + block - 1) // block
     total = num_blocks * block
@@ -85,7 +88,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
                 if not masked.any():
                     model(input_ids=cur, **kwargs)                              # store the finished block
                     break
-                logits = model(input_ids=cur, **kwargs).logits[0]             # (block, V)
+                logits = model(input_ids=cur, **kwargs).logits[0].to(device, dtype)   # (block, V)
             if cache.get_seq_length() > lo:                                   # SDAR's store_kv=False
                 cache.crop(lo - cache.get_seq_length())                       # (crop(0) would keep all)
             # noise is drawn for the answer's rows only (as the engine does); the prompt tail's
@@ -94,16 +97,16 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
             x0, x0_p = _sample(logits[tail:], temperature, generator)
             head, head_p = _sample(logits[:tail], 0.0, generator)
             x0, x0_p = torch.cat([head, x0]), torch.cat([head_p, x0_p])
-            conf = torch.where(masked, x0_p, torch.tensor(float("-inf")))
-            high = conf > threshold
+            conf = torch.where(masked.to(device), x0_p, torch.tensor(float("-inf"), dtype=dtype, device=device))
+            high = (conf > threshold).cpu()
             if int(high.sum()) >= schedule[step]:
                 transfer = high
             else:
                 transfer = torch.zeros_like(masked)
-                transfer[torch.topk(conf, schedule[step]).indices] = True
+                transfer[torch.topk(conf, schedule[step]).indices.cpu()] = True
             if bool(transfer[:tail].any()) and rewrote is None:
                 rewrote = len(canvases)
-            cur[0, transfer] = x0[transfer]
+            cur[0, transfer] = x0.cpu()[transfer]
             x[:, lo:hi] = cur
             canvases.append(x[0, p:].tolist())
     return canvases, rewrote
