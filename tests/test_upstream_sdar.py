@@ -3,6 +3,8 @@ block-causal model, same prompt, matched noise, the canvas compared after every 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import tests.tiny_models as tm
@@ -13,6 +15,8 @@ from engine.upstream import sdar as reference
 
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13])   # 3, 8 and 5 tokens
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
+BLOCK_STEPS = ((4, 4), (4, 2), (8, 8), (8, 3))
+THRESHOLDS = (0.3, 0.9)
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +29,19 @@ def engine_canvases(backend, prompt, **settings) -> list[list[int]]:
     return [frame.canvas for frame in run(backend, prompt, config).frames]
 
 
+def reference_canvases(model, prompt, settings) -> tuple[list[list[int]], int | None]:
+    return reference.decode(model, prompt, mask_id=tm.MASK_ID, gen_length=settings["gen_length"],
+                            block=settings["block_size"], steps=settings["steps"],
+                            temperature=settings["temperature"], threshold=settings["threshold"], seed=settings["seed"])
+
+
+def sweep(temperatures):
+    """(prompt, settings) of every run of the sweep at these temperatures."""
+    for prompt, temperature, (block, steps), tau in itertools.product(PROMPTS, temperatures, BLOCK_STEPS, THRESHOLDS):
+        yield prompt, {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
+                       "threshold": tau, "seed": 5}
+
+
 def test_the_sdar_presets_follow_sdar():
     for name in ("SDAR-1.7B-Chat", "SDAR-4B-Chat"):
         preset = PRESETS_BY_NAME[name]
@@ -35,14 +52,14 @@ def test_the_sdar_presets_follow_sdar():
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=["p3", "p8", "p5"])
 @pytest.mark.parametrize("temperature", TEMPERATURES)
-@pytest.mark.parametrize("block, steps", [(4, 4), (4, 2), (8, 8), (8, 3)],
+@pytest.mark.parametrize("block, steps", BLOCK_STEPS,
                          ids=["b4-steps=block", "b4-steps<block", "b8-steps=block", "b8-steps<block"])
-@pytest.mark.parametrize("tau", [0.3, 0.9])
+@pytest.mark.parametrize("tau", THRESHOLDS)
 def test_sdar(backend, prompt, temperature, block, steps, tau):
-    ours = engine_canvases(backend, prompt, gen_length=16, block_size=block, steps=steps,
-                           temperature=temperature, threshold=tau, seed=5)
-    theirs, rewrote = reference.decode(backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block,
-                                       steps=steps, temperature=temperature, threshold=tau, seed=5)
+    settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
+                "threshold": tau, "seed": 5}
+    ours = engine_canvases(backend, prompt, **settings)
+    theirs, rewrote = reference_canvases(backend.model, prompt, settings)
     if rewrote is None:
         assert ours == theirs
     else:   # upstream overwrote a prompt token: equal through that round, then its blocks read another prompt
@@ -62,25 +79,15 @@ def test_sdar_rewrites_decided_tokens_as_sdar_does(backend):
     equal only through that round). The engine's rule without rewrites differs in the 21."""
     counts = {"answer": 0, "prompt": 0}
     capped_differs = 0
-    for prompt in PROMPTS:
-        for temperature in TEMPERATURES:
-            for block, steps in ((4, 4), (4, 2), (8, 8), (8, 3)):
-                for tau in (0.3, 0.9):
-                    settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
-                                "threshold": tau, "seed": 5}
-                    theirs, prompt_round = reference.decode(
-                        backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, steps=steps,
-                        temperature=temperature, threshold=tau, seed=5)
-                    ours = engine_canvases(backend, prompt, **settings)
-                    rewrites_answer = any(rewritten(before, after) for before, after in zip(theirs, theirs[1:]))
-                    if prompt_round is not None:
-                        counts["prompt"] += 1
-                        assert (block, steps, len(prompt)) == (4, 2, 3)
-                    elif rewrites_answer:
-                        counts["answer"] += 1
-                        capped = engine_canvases(backend, prompt, **settings, sampler="threshold_or_top_k")
-                        capped_differs += capped != theirs
-                        assert ours == theirs
+    for prompt, settings in sweep(TEMPERATURES):
+        theirs, prompt_round = reference_canvases(backend.model, prompt, settings)
+        if prompt_round is not None:
+            counts["prompt"] += 1
+            assert (settings["block_size"], settings["steps"], len(prompt)) == (4, 2, 3)
+        elif any(rewritten(before, after) for before, after in zip(theirs, theirs[1:])):
+            counts["answer"] += 1
+            assert engine_canvases(backend, prompt, **settings) == theirs
+            capped_differs += engine_canvases(backend, prompt, **settings, sampler="threshold_or_top_k") != theirs
     assert counts == REWRITES
     assert capped_differs == REWRITES["answer"]
 
@@ -135,20 +142,13 @@ def test_sdar_in_bf16(bf16_backend):
     threshold and tie as upstream's do only when the engine computes them in bf16 too
     (`model_dtype_probs`, on in the sdar decoding); in float32 some of these runs differ."""
     equal, equal_in_float32, runs = 0, 0, 0
-    for prompt in PROMPTS:
-        for temperature in (0.5, 1.0, 2.0):
-            for block, steps in ((4, 4), (4, 2), (8, 8), (8, 3)):
-                for tau in (0.3, 0.9):
-                    settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
-                                "threshold": tau, "seed": 5}
-                    theirs, prompt_round = reference.decode(
-                        bf16_backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, steps=steps,
-                        temperature=temperature, threshold=tau, seed=5)
-                    rounds = len(theirs) if prompt_round is None else prompt_round + 1
-                    ours = engine_canvases(bf16_backend, prompt, **settings)
-                    in_float32 = engine_canvases(bf16_backend, prompt, **settings, model_dtype_probs=False)
-                    runs += 1
-                    equal += ours[:rounds] == theirs[:rounds] and (prompt_round is not None or ours == theirs)
-                    equal_in_float32 += in_float32[:rounds] == theirs[:rounds]
+    for prompt, settings in sweep((0.5, 1.0, 2.0)):
+        theirs, prompt_round = reference_canvases(bf16_backend.model, prompt, settings)
+        rounds = len(theirs) if prompt_round is None else prompt_round + 1
+        ours = engine_canvases(bf16_backend, prompt, **settings)
+        in_float32 = engine_canvases(bf16_backend, prompt, **settings, model_dtype_probs=False)
+        runs += 1
+        equal += ours[:rounds] == theirs[:rounds] and (prompt_round is not None or ours == theirs)
+        equal_in_float32 += in_float32[:rounds] == theirs[:rounds]
     assert equal == runs
     assert equal_in_float32 < runs
