@@ -117,7 +117,8 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.95},
              "tests/test_upstream_llada2.py"),
     # Dream: the whole canvas as one block (block_size = gen_length), Dream's truncating schedule.
-    Decoding("dream", "Dream-org/Dream generation_utils.py _sample, alg='entropy' (read from copies)",
+    Decoding("dream", "Dream-org/Dream-v0-Instruct-7B generation_utils.py _sample (hub; read from copies), "
+             "alg='entropy' as DreamLM/Dream @ fac0a7f demo_completion.py calls it",
              {"keep_mask_logit": True, "sampler": "entropy", "schedule": "dream"}, "tests/test_upstream_dream.py"),
 )}
 

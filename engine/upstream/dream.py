@@ -1,7 +1,11 @@
-"""Dream's decoding loop (alg entropy, maskgit_plus or topk_margin; alg_temp 0), written from Dream-org/Dream
-`src/diffllm/gen_utils.py` / `generation_utils.py` `_sample` and `sample_tokens` (the
-repository could not be fetched here: read from copies of that function found in the code
-index; they agree line for line on what follows).
+"""Dream's decoding loop (alg entropy, maskgit_plus or topk_margin; alg_temp 0), written from
+`_sample` and `sample_tokens` in the model's own `generation_utils.py`, which lives beside the
+weights on the Hugging Face hub (Dream-org/Dream-v0-Instruct-7B) and runs as
+`model.diffusion_generate`: the GitHub repository DreamLM/Dream holds no copy (checked at
+fac0a7f2664b4adf0925fe682b7866923fa2d62b), its `demo_completion.py` calls it with
+temperature 0.2, top_p 0.95, alg "entropy", alg_temp 0 and steps = max_new_tokens, the
+preset's settings. Read from copies of that file found in the code index; they agree line for
+line on what follows.
 
 What it does, over the whole canvas at once (no blocks):
 - timesteps = linspace(1, eps, steps + 1), eps = 1e-3; exactly `steps` rounds;
