@@ -68,6 +68,14 @@ class SproutBackend(_SproutText):
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
         self.cache, _ = self.model.commit(self._ids(canvas)[:, block], self.cache)
 
+    def block_start_logits(self) -> torch.Tensor | None:
+        """(1, V): what the next denoise gives its block's first position, known before it runs
+        when the model shifts logits (that position reads the clean context's last output, which
+        prefill / commit kept); None for a model that predicts it from the noisy block."""
+        if self.cache is None or not self.model.config.logit_shift:
+            return None
+        return self.cache.next_logits
+
 
 class SproutARBackend(_SproutText):
     kind = "autoregressive"

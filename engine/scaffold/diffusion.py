@@ -12,6 +12,13 @@ own proposals for it were that same text: then the proposals after it were made 
 layout the canvas now has, as in unscaffolded decoding; where they differ, the next forward
 reads the scaffold's text first.
 
+A block's first position needs no denoise when the backend already has its logits: a model
+that shifts logits (Sprout-BD) predicts it from the clean context's last position, which the
+commit pass of the block before computed (`block_start_logits`). Where that one decision, with
+the text it forces, ends the answer or fills the block, it is made from those logits and the
+block costs no forward; otherwise the block's first denoise makes it from the same logits, so
+the decisions are those of the plain loop either way.
+
 Why left to right and cut at the terminator, not a slot of fixed width with a filler: Sprout
 never saw gaps or fillers in training. A value of unknown length has no place for the text
 after it until the model closes it (its `","` or `"}}` token), so that text is placed as soon
@@ -33,6 +40,8 @@ from engine.scaffold.target import STUCK, Target, target_for
 from engine.scaffold.tokens import Pieces, choose, pieces_for
 from engine.trace import Frame, GenerationConfig, Result
 
+Decision = tuple[int, int, float]                                              # (position, token id, confidence)
+
 
 class Writer:
     """The canvas seen through the scaffold: cursor, automaton state, prefilled positions."""
@@ -48,6 +57,11 @@ class Writer:
         self.ended = False                                                     # EOS written
         self.stuck = False                                                     # no token could go on
         self.text: list[str] = []                                              # the answer's characters
+
+    @property
+    def over(self) -> bool:
+        """Nothing is left to decide: EOS written, no token could go on, or the room is full."""
+        return self.ended or self.stuck or self.cursor >= self.length
 
     def place_forced(self) -> list[int]:
         """Write the text the automaton forces now (and EOS once the value is finished); returns
@@ -113,6 +127,33 @@ class Writer:
                     aligned = False
         return committed
 
+    def decide_first(self, logits: torch.Tensor, block: slice, config: GenerationConfig,
+                     generator: torch.Generator) -> list[Decision]:
+        """The decision at `block.start` from logits (V,) known before the block's first denoise,
+        made only when it settles the block (the answer ends, or it and the text it forces reach
+        the block's end); otherwise nothing changes, the generator included, and the denoise
+        makes it. Both ways the same token: a walk always commits its first position."""
+        position = self.cursor
+        if position != block.start or self.over:
+            return []
+        before = generator.get_state()
+        chosen = choose(self.state, logits, self.pieces, config.temperature, generator,
+                        room=self.length - position - 1)
+        if chosen is None or not self._settles(chosen[0], chosen[2], min(block.stop, self.length)):
+            generator.set_state(before)
+            return []
+        token, conf, after = chosen
+        self.commit(position, token, after)
+        self.place_forced()
+        return [(position, token, conf)]
+
+    def _settles(self, token: int, after: machine.State, stop: int) -> bool:
+        if token == self.pieces.eos_id:
+            return True
+        forced = machine.placeable(after)
+        return (self.cursor + 1 + len(self.pieces.encode(forced)) >= stop
+                or machine.finished(machine.advance(after, forced)))
+
     def problem(self) -> str:
         if self.stuck:
             return STUCK
@@ -126,6 +167,36 @@ def _prefill(backend, prompt: list[int], config: GenerationConfig) -> None:
         backend.prefill(ids, block_size=config.block_size)
     else:
         backend.prefill(ids)
+
+
+def _no_mask(logits: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """(n, V) logits with the mask token out of reach: a position is never decided as a mask."""
+    logits = logits.clone()
+    logits[:, mask_id] = float("-inf")
+    return logits
+
+
+def _leave_blocks(backend, canvas: torch.Tensor, blocks: list[slice], b: int, writer: Writer,
+                  deciding: tuple[GenerationConfig, torch.Generator] | None) -> tuple[int, list[Decision]]:
+    """Commit every block the cursor has left, in order (the next denoise reads them from the
+    cache; nothing does once the answer is over); returns the block the cursor is in and, with
+    `deciding`, the first positions decided from the backend's known logits on the way."""
+    committed: list[Decision] = []
+    while not writer.over and writer.cursor >= blocks[b].stop:
+        with torch.inference_mode():
+            backend.commit(canvas, blocks[b])
+        b += 1
+        known = block_start_logits(backend) if deciding is not None else None
+        if known is not None:
+            committed += writer.decide_first(_no_mask(known.reshape(1, -1), backend.mask_id)[0], blocks[b], *deciding)
+    return b, committed
+
+
+def block_start_logits(backend) -> torch.Tensor | None:
+    """Logits (1, V) that the backend's next denoise will give its block's first position, when it
+    has them before running it (`block_start_logits()`, Sprout-BD with logit shift); else None."""
+    known = getattr(backend, "block_start_logits", None)
+    return known() if known is not None else None
 
 
 def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
@@ -146,29 +217,25 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
     writer = Writer(canvas, target, pieces, backend.mask_id, config.gen_length)
     writer.place_forced()
     frames: list[Frame] = []
-    for block_index, block in enumerate(blocks):
-        round_index = 0
-        while writer.cursor < min(block.stop, writer.length) and not writer.ended and not writer.stuck:
-            with torch.inference_mode():
-                logits = backend.denoise(canvas, block)                         # (1, B, V)
-                width = block.stop - block.start
-                if logits.ndim != 3 or logits.shape[:2] != (1, width):
-                    raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
-                                       f"of {width}; expected (1, {width}, vocab).")
-                row_logits = logits[0].clone()
-                row_logits[:, backend.mask_id] = float("-inf")
-                committed = writer.walk(row_logits, block, config, generator)
-            frame = Frame(nfe=len(frames) + 1, block=block_index, round=round_index, committed=committed,
-                          canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
-            frames.append(frame)
-            with clock.paused():
-                yield frame
-            round_index += 1
-        if writer.ended or writer.stuck or writer.cursor >= writer.length:
-            break
-        if block.stop < canvas.shape[1]:
-            with torch.inference_mode():
-                backend.commit(canvas, block)
+    b, _ = _leave_blocks(backend, canvas, blocks, 0, writer, None)            # the prefix may fill whole blocks
+    round_index = 0
+    while not writer.over:
+        block = blocks[b]
+        with torch.inference_mode():
+            logits = backend.denoise(canvas, block)                             # (1, B, V)
+            width = block.stop - block.start
+            if logits.ndim != 3 or logits.shape[:2] != (1, width):
+                raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
+                                   f"of {width}; expected (1, {width}, vocab).")
+            committed = writer.walk(_no_mask(logits[0], backend.mask_id), block, config, generator)
+        reached, first = _leave_blocks(backend, canvas, blocks, b, writer, (config, generator))
+        frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed + first,
+                      canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
+        frames.append(frame)
+        with clock.paused():
+            yield frame
+        round_index = round_index + 1 if reached == b else 0
+        b = reached
     if not frames:                                                             # the schema left nothing to decide
         frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
                             elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))

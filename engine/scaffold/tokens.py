@@ -84,6 +84,14 @@ def pieces_for(backend: Any) -> Pieces:
     return found
 
 
+def _candidates(scores: torch.Tensor):
+    """Token ids in the model's order: the first FIRST_CANDIDATES, then, only if none of them
+    fits, the whole vocabulary (sorting 150 k scores on every position would cost more than the
+    automaton's checks)."""
+    yield torch.topk(scores, min(FIRST_CANDIDATES, scores.numel())).indices
+    yield torch.argsort(scores, descending=True)
+
+
 def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperature: float,
            generator: torch.Generator | None, room: int) -> tuple[int, float, machine.State] | None:
     """The model's token at one position among those the automaton accepts: (id, confidence,
@@ -98,13 +106,11 @@ def choose(state: machine.State, logits: torch.Tensor, pieces: Pieces, temperatu
         noise = -torch.log(-torch.log(torch.rand(scores.shape, generator=generator).clamp_min(1e-20)))
         scores = scores / temperature + noise.to(scores.device)
     can_end = machine.complete(state)
-    for order in (torch.topk(scores, min(FIRST_CANDIDATES, scores.numel())).indices,
-                  torch.argsort(scores, descending=True)):
+    for order in _candidates(scores):
         rejected, chosen = 0.0, None
-        for rank, token in enumerate(order.tolist()):
+        for rank, (token, p) in enumerate(zip(order.tolist(), probs[order].tolist())):
             if chosen is not None and rank >= RENORMALISE_OVER:
                 break
-            p = float(probs[token])
             if token == pieces.eos_id and can_end:
                 after: machine.State = ((),)                                   # the one finished stack
             else:
