@@ -14,6 +14,7 @@ quick check tests/test_cuda_check.py runs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -37,6 +38,7 @@ from engine.upstream.device import OnDevice
 CHECKS = {"llada": ("llada", "fast_dllm_threshold", "fast_dllm_factor"), "dream": ("dream",), "sdar": ("sdar",),
           "fast_dllm_v2": ("fast_dllm_v2",), "llada2": ("llada2",)}
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
+TOP_P = {"dream": (1.0, 0.95)}             # Dream's preset nucleus-filters (ties at entropy 0)
 
 
 def equality(backend, decoding: str, *, gen_length: int, block_size: int) -> dict[str, Any]:
@@ -45,16 +47,17 @@ def equality(backend, decoding: str, *, gen_length: int, block_size: int) -> dic
     prompts = [backend.encode_chat([{"role": "user", "content": text}]) for text in PROMPTS]
     temperatures = [t for t in TEMPERATURES if not (decoding == "llada2" and t == 0)]   # its 0 samples at 1
     cases, mismatches = 0, []
-    for temperature in temperatures:
+    for temperature, top_p in itertools.product(temperatures, TOP_P.get(decoding, (None,))):
         for steps in sorted({block_size, max(1, block_size // 2)}):
             config = decode_config(decoding, gen_length=gen_length, block_size=block_size, steps=steps,
-                                   temperature=temperature)
+                                   temperature=temperature, top_p=top_p)
             for prompt in prompts:
                 ours = [f.canvas for f in run(backend, prompt, config).frames]
                 theirs = REFERENCES[decoding](model, prompt, config, backend.mask_id)
                 cases += 1
                 if not same_rounds(ours, theirs, decoding in PREFIX_ONLY):
-                    mismatches.append({"prompt_tokens": len(prompt), "temperature": temperature, "steps": steps})
+                    mismatches.append({"prompt_tokens": len(prompt), "temperature": temperature, "steps": steps,
+                                       "top_p": config.top_p})
     return {"cases": cases, "equal": cases - len(mismatches), "mismatches": mismatches[:5]}
 
 
