@@ -29,6 +29,7 @@ class _SproutText:
         self.mask_id, self.pad_id = ids(MASK), ids(PAD)
         self.eos_ids = frozenset({ids(EOS)})
         self._hidden = {self.mask_id, self.pad_id, *self.eos_ids}
+        self._special = frozenset(tokenizer.all_special_ids)   # the tokenizer rebuilds this list on every read
         self.max_length = int(model.config.max_position_embeddings)
         self.cache = None
 
@@ -40,7 +41,7 @@ class _SproutText:
         return self.tokenizer.decode([i for i in ids if i not in self._hidden], skip_special_tokens=False)
 
     def token_piece(self, token_id: int) -> str:
-        if token_id in self.tokenizer.all_special_ids:
+        if token_id in self._special:
             return self.tokenizer.convert_ids_to_tokens(token_id)
         return self.tokenizer.decode([token_id])
 
