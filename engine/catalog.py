@@ -111,10 +111,12 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
               "tail_in_length": True, "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9,
               "top_p": 0.95},
              "tests/test_upstream_fast_dllm_v2.py"),
-    # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache.
+    # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache,
+    # probabilities in the logits' dtype (its forward casts them to float32).
     Decoding("llada2", "inclusionAI/LLaDA2.0-mini modeling_llada2_moe.py generate (hub; copy @ f1cb636 in "
              "yks23/Information-Gain-Sampler)",
-             {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k", "threshold": 0.95},
+             {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k",
+              "model_dtype_probs": True, "threshold": 0.95},
              "tests/test_upstream_llada2.py"),
     # Dream: the whole canvas as one block (block_size = gen_length), Dream's truncating schedule.
     Decoding("dream", "Dream-org/Dream-v0-Instruct-7B generation_utils.py _sample (hub; read from copies), "

@@ -126,7 +126,7 @@ class GenerationConfig:
     greedy_first_token: bool = False     # a block's first token: argmax of the forward that stored the last one
     sub_block_size: int = 0              # > 0: decode each block in sub-blocks of this size, left to right
     tail_in_length: bool = False         # aligned blocks: the prompt's tail counts toward gen_length (Fast-dLLM v2)
-    model_dtype_probs: bool = False      # probabilities in the model's own dtype (bf16 on a GPU), as SDAR's are
+    model_dtype_probs: bool = False      # probabilities in the dtype of the model's logits (SDAR: bf16 on a GPU)
     schedule: str = "even"               # scheduled samplers' k per round: one of SCHEDULES
     # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
     # only its value slots are decoded. `schema` alone (structured output) turns it on too.

@@ -3,6 +3,8 @@ random block-causal model, no cache, matched noise, the canvas compared after ev
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -69,3 +71,24 @@ def test_the_comparison_can_fail(backend):
                             temperature=0.5, threshold=0.95, seed=9)
         for prompt in PROMPTS)
     assert differs > 0
+
+
+def test_llada2_samples_in_its_logits_dtype(backend):
+    """LLaDA2 samples in its logits' dtype (its own forward casts them to float32; this stand-in's
+    are bf16 once the model is): with `model_dtype_probs` (on in the llada2 decoding) the engine
+    does too and equals the reference in bf16; in float32 some of these runs differ."""
+    model = damp_mask_logit(tm.tiny_block_lm(seed=7), tm.MASK_ID).to(torch.bfloat16)
+    bf16 = build_backend(PRESETS_BY_NAME["LLaDA2.0-mini"], model, tm.tiny_tokenizer(), torch.device("cpu"))
+    bf16.mask_id = tm.MASK_ID
+    equal, equal_in_float32, runs = 0, 0, 0
+    for prompt, temperature, (block, steps), tau, seed in itertools.product(
+            PROMPTS, (0.5, 1.0, 2.0), ((4, 4), (4, 2), (8, 3)), (0.3, 0.95), (9, 10)):
+        settings = {"gen_length": 16, "block_size": block, "steps": steps, "temperature": temperature,
+                    "threshold": tau, "seed": seed}
+        theirs = reference.decode(model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=block, steps=steps,
+                                  temperature=temperature, threshold=tau, seed=seed)
+        runs += 1
+        equal += engine_canvases(bf16, prompt, **settings) == theirs
+        equal_in_float32 += engine_canvases(bf16, prompt, **settings, model_dtype_probs=False) == theirs
+    assert equal == runs
+    assert equal_in_float32 < runs

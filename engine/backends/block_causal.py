@@ -71,6 +71,9 @@ class BlockCausalBackend(HFTextMixin):
         self.store_flag = store_flag
         self.use_cache = use_cache
         self._dtype = model_dtype(model)
+        # the dtype of the last forward's logits before .float() (bf16, or float32 when the model
+        # upcasts, as LLaDA2's does): the upstream loops sample in it (model_dtype_probs)
+        self.logits_dtype = self._dtype
         self.cache: Any = None
         self._ids: torch.Tensor | None = None           # (1, C) prompt + committed blocks
         self._segment_end: list[int] = []               # per position of _ids: end of its segment
@@ -128,11 +131,6 @@ class BlockCausalBackend(HFTextMixin):
         self._segment_end += [c + b] * b
 
     @property
-    def logits_dtype(self) -> torch.dtype:
-        """The dtype the model's logits come in (its parameters'): SDAR samples in it."""
-        return model_dtype(self.model)
-
-    @property
     def next_logits(self) -> torch.Tensor | None:
         """(1, V) logits for the position after everything cached (from prefill or the last
         commit), or None before anything was cached."""
@@ -179,6 +177,7 @@ class BlockCausalBackend(HFTextMixin):
         if self.store_flag:
             kwargs[self.store_flag] = store
         logits, self.cache = call_model(self.model, x, cache=self.cache, last_only=last_only, **kwargs)
+        self.logits_dtype = logits.dtype
         return logits
 
     def _reference_logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -192,6 +191,7 @@ class BlockCausalBackend(HFTextMixin):
             self.model, seq, attention_mask=format_mask(allowed, self.mask_style, self._dtype),
             position_ids=keys[None], use_cache=False,
         )                                                                          # (1, T, V)
+        self.logits_dtype = logits.dtype
         shift = 1 if self.logit_shift else 0
         return logits[:, c + t - shift: c + b - shift].float()                     # (1, B, V)
 

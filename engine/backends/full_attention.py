@@ -35,6 +35,8 @@ class FullAttentionBackend(HFTextMixin):
         self._init_diffusion(model, tokenizer, name, device, mask_id, logit_shift, max_length)
         self.attention = attention
         self._prompt: torch.Tensor | None = None   # (1, P)
+        # the dtype of the last forward's logits before .float(): Dream's loop samples in it
+        self.logits_dtype = model_dtype(model)
 
     # -- protocol ---------------------------------------------------------------------------
 
@@ -59,14 +61,10 @@ class FullAttentionBackend(HFTextMixin):
             allowed = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=self.device)
             kwargs["attention_mask"] = format_mask(allowed, self.attention, model_dtype(self.model))
         logits, _ = call_model(self.model, x, **kwargs)               # (1, P + L, V)
+        self.logits_dtype = logits.dtype
         p = self._prompt.shape[1]
         shift = 1 if self.logit_shift else 0                          # hidden i-1 predicts token i
         return logits[:, p + start - shift: p + stop - shift].float()  # (1, len(block), V)
-
-    @property
-    def logits_dtype(self) -> torch.dtype:
-        """The dtype the model's logits come in (its parameters'): Dream's loop samples in it."""
-        return model_dtype(self.model)
 
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
         """No cache: the next forward re-reads the canvas anyway."""

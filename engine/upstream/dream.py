@@ -19,15 +19,16 @@ What it does, over the whole canvas at once (no blocks):
   torch.topk(k) over a confidence tensor as long as prompt + canvas, -inf wherever the
   position is not masked, in the logits' dtype: ties (a one-token nucleus has entropy exactly
   0) come out in the order topk gives for that tensor.
-The model's dtype is taken as the logits' dtype (Dream's model returns its lm_head output
-uncast). Matched noise: Categorical sampling upstream; here the Gumbel-max sample with the
-engine's uniforms, drawn for every canvas row as the engine does and read at the masked rows.
+Dream's model returns its lm_head output uncast (bf16 on a GPU). Matched noise: Categorical
+sampling upstream; here the Gumbel-max sample with the engine's uniforms, drawn for every canvas
+row as the engine does and read at the masked rows.
 """
 
 from __future__ import annotations
 
 import torch
 
+from engine.upstream.device import native
 from engine.upstream.noise import uniforms
 
 
@@ -48,11 +49,11 @@ def _top_k(logits: torch.Tensor, top_k: int) -> torch.Tensor:
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: int, temperature: float,
            top_p: float, seed: int, top_k: int = 0, alg: str = "entropy", eps: float = 1e-3) -> list[list[int]]:
     """The canvas after every round. `model` is a transformers model or engine.upstream.device's
-    OnDevice wrapper (which hands back float32 CPU logits): either way the loop computes in the
-    model's own dtype and on its device, as Dream does. `alg`: entropy, maskgit_plus (confidence
+    OnDevice wrapper: either way the loop computes in its logits' own dtype and on its device, as
+    Dream does. `alg`: entropy, maskgit_plus (confidence
     p[x0]) or topk_margin (p_(1) - p_(2))."""
     generator = torch.Generator().manual_seed(seed)
-    device, dtype = model.device, model.dtype
+    device = model.device
     p = len(prompt)
     x = torch.tensor([prompt + [mask_id] * gen_length], device=device)
     timesteps = torch.linspace(1, eps, steps + 1)
@@ -60,7 +61,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: in
     for i in range(steps):
         mask_index = x[0] == mask_id                                             # (P + L,)
         with torch.no_grad():
-            logits = model(input_ids=x).logits[0].to(device, dtype)            # (P + L, V)
+            logits = native(model, model(input_ids=x).logits[0])             # (P + L, V)
         logits = torch.cat([logits[:1], logits[:-1]])                         # shifted
         noise = uniforms(generator, gen_length, logits.shape[-1]) if temperature > 0 else None
         mask_logits = logits[mask_index]                                      # (M, V)
@@ -87,7 +88,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: in
         num_mask_token = mask_index.sum().cpu() / 1
         k = int(num_mask_token * (1 - s / t)) if i < steps - 1 else int(num_mask_token)
         if k > 0:
-            full = torch.full(x.shape[1:], float("-inf"), dtype=dtype, device=device)
+            full = torch.full(x.shape[1:], float("-inf"), dtype=logits.dtype, device=device)
             full[mask_index] = confidence
             chosen = torch.topk(full, k).indices
             proposal = torch.full_like(x[0], mask_id)

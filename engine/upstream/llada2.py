@@ -9,7 +9,8 @@ What it does:
 - no cache: every round runs the whole sequence up to the active block's end under the additive
   block-causal mask (block(i) >= block(j)), so the prompt's whole blocks are block-causal and its
   tail shares the first decoded block;
-- sampling: logits / T when T > 0 and T != 1, top-k, top-p, probs = softmax, token ~ probs,
+- sampling, in the logits' dtype (its forward casts them to float32) on the model's device:
+  logits / T when T > 0 and T != 1, top-k, top-p, probs = softmax, token ~ probs,
   confidence = probs[token] (tempered). At T = 0 nothing is divided and the token is still drawn:
   upstream's "temperature 0" samples at T = 1;
 - with k = num_transfer_tokens[step] (block_length split evenly over the steps): the masked
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.upstream.device import native
 from engine.upstream.noise import uniforms
 
 
@@ -35,7 +37,7 @@ def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
     probs = torch.softmax(logits, -1)
-    g = -torch.log(-torch.log(uniforms(generator, *logits.shape)))
+    g = -torch.log(-torch.log(uniforms(generator, *logits.shape))).to(logits.device)
     token = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
     return token, probs.gather(-1, token[:, None])[:, 0]
 
@@ -63,18 +65,19 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
                 break
             with torch.no_grad():
                 logits = model(input_ids=x[:, :end], attention_mask=_additive(allowed[:end, :end]),
-                               position_ids=index[None, :end]).logits[0, -block:]   # (block, V)
+                               position_ids=index[None, :end]).logits[0, -block:]
+            logits = native(model, logits)                                      # (block, V)
             tail = max(0, p - (end - block))                                    # prompt rows: no noise
             x0, x0_p = _sample(logits[tail:], temperature, generator)
-            x0 = torch.cat([logits[:tail].argmax(-1), x0])
-            x0_p = torch.cat([torch.zeros(tail), x0_p])
-            conf = torch.where(active, x0_p, torch.tensor(float("-inf")))
-            high = conf > threshold
+            x0 = torch.cat([logits[:tail].argmax(-1), x0]).cpu()
+            x0_p = torch.cat([x0_p.new_zeros(tail), x0_p])
+            conf = torch.where(active.to(x0_p.device), x0_p, x0_p.new_tensor(float("-inf")))
+            high = (conf > threshold).cpu()
             if int(high.sum()) >= schedule[step]:
                 transfer = high
             else:
                 transfer = torch.zeros_like(active)
-                transfer[torch.topk(conf, min(schedule[step], int(active.sum()))).indices] = True
+                transfer[torch.topk(conf, min(schedule[step], int(active.sum()))).indices.cpu()] = True
             x[0, end - block:end][transfer] = x0[transfer]
             canvases.append(x[0, p:].tolist())
     return canvases

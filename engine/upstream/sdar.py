@@ -9,7 +9,7 @@ What it does:
 - per block, at most `steps` denoising forwards of the whole block (its prompt tail included)
   against the cache, which they do not write; then one forward that stores the finished block;
 - sampling, in the logits' dtype on the model's device (SDAR's modeling returns its lm_head
-  output uncast, bf16 on a GPU; here the model's dtype stands for it): probs =
+  output uncast, bf16 on a GPU): probs =
   softmax(filter(logits / T)) (tempered confidence), token ~ probs; at T = 0
   (where upstream would divide by zero) the argmax and softmax(logits);
 - `low_confidence_dynamic`: with k = num_transfer_tokens[step] (block_length split evenly over
@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from engine.upstream.device import native
 from engine.upstream.noise import uniforms
 
 
@@ -61,7 +62,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
     """(the answer span after every round, the first round where upstream overwrote a prompt
     token, or None)."""
     generator = torch.Generator().manual_seed(seed)
-    device, dtype = model.device, model.dtype          # SDAR samples in the logits' (= the model's) dtype
+    device = model.device
     p = len(prompt)
     num_blocks = (p + gen_length + block - 1) // block
     total = num_blocks * block
@@ -88,7 +89,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
                 if not masked.any():
                     model(input_ids=cur, **kwargs)                              # store the finished block
                     break
-                logits = model(input_ids=cur, **kwargs).logits[0].to(device, dtype)   # (block, V)
+                logits = native(model, model(input_ids=cur, **kwargs).logits[0])   # (block, V)
             if cache.get_seq_length() > lo:                                   # SDAR's store_kv=False
                 cache.crop(lo - cache.get_seq_length())                       # (crop(0) would keep all)
             # noise is drawn for the answer's rows only (as the engine does); the prompt tail's
@@ -97,7 +98,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
             x0, x0_p = _sample(logits[tail:], temperature, generator)
             head, head_p = _sample(logits[:tail], 0.0, generator)
             x0, x0_p = torch.cat([head, x0]), torch.cat([head_p, x0_p])
-            conf = torch.where(masked.to(device), x0_p, torch.tensor(float("-inf"), dtype=dtype, device=device))
+            conf = torch.where(masked.to(device), x0_p, torch.tensor(float("-inf"), dtype=x0_p.dtype, device=device))
             high = (conf > threshold).cpu()
             if int(high.sum()) >= schedule[step]:
                 transfer = high
