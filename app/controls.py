@@ -26,7 +26,8 @@ INFO = {
     "steps": "Rounds (forwards) per block: a fixed schedule for low_confidence, margin, entropy, random_order; "
              "a cap for the others.",
     "sampler": "The rule that picks which masked positions to commit each round (see How this works).",
-    "threshold": "threshold, prefix_threshold, threshold_or_top_k: commit proposals at least this confident.",
+    "threshold": "threshold, threshold_strict, prefix_threshold, threshold_or_top_k(_uncapped): commit proposals "
+                 "at least this confident.",
     "factor": "factor, factor_prefix: commit ranks n with (n + 1)(1 - confidence) <= factor; larger commits more.",
     "entropy_bound": "entropy_bounded: commit the surest positions while their summed entropy minus the largest "
                      "stays under this bound.",
