@@ -105,11 +105,12 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
               "model_dtype_probs": True, "threshold": 0.85},
              "tests/test_upstream_sdar.py"),
     # Fast-dLLM v2: SDAR's alignment, plus the greedy first token, 8-token sub-blocks, and its
-    # block count (gen_length // block + P // block: the prompt's tail counts toward gen_length).
+    # block count (gen_length // block + P // block: the prompt's tail counts toward gen_length),
+    # sampling in the logits' dtype (bf16) with its nucleus on the probabilities.
     Decoding("fast_dllm_v2", "NVlabs/Fast-dLLM v2/generation_functions.py batch_sample (published after 24cc59e)",
              {"keep_mask_logit": True, "aligned_blocks": True, "greedy_first_token": True, "sub_block_size": 8,
               "tail_in_length": True, "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9,
-              "top_p": 0.95},
+              "top_p": 0.95, "model_dtype_probs": True},
              "tests/test_upstream_fast_dllm_v2.py"),
     # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache,
     # probabilities in the logits' dtype (its forward casts them to float32).

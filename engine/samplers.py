@@ -47,6 +47,21 @@ def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> t
     return out
 
 
+def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Top-p on probabilities, as the upstream loops that sample in the model's dtype write it: a
+    token is dropped when the cumulative probability of the tokens sorted before it is > top_p,
+    and the rest is renormalised (Fast-dLLM v2; SDAR and LLaDA2 drop the same tokens from the
+    logits before their softmax)."""
+    if top_p >= 1.0:
+        return probs
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True)          # (B, V)
+    over = torch.cumsum(sorted_probs, dim=-1) > top_p
+    drop_sorted = torch.zeros_like(over)
+    drop_sorted[:, 1:] = over[:, :-1]
+    kept = probs.masked_fill(torch.zeros_like(over).scatter(-1, order, drop_sorted), 0.0)
+    return kept / kept.sum(-1, keepdim=True)
+
+
 def gumbel_noise(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
     """Standard Gumbel noise g = -log(-log u), u ~ U(0, 1), drawn in float64 (as LLaDA does:
     low-precision Gumbel-max visibly degrades samples). Drawn on the generator's device (CPU
@@ -71,13 +86,17 @@ def propose(
     probs = softmax(z) (at T = 1 when greedy), float32; with `untempered_confidence`,
     softmax(logits) in float64, unfiltered and at T = 1, as LLaDA and Fast-dLLM score confidence.
     `never`: a token id never proposed (the mask), though it keeps its share of probs.
-    `dtype`: compute as SDAR does, in the model's dtype: probs = softmax(filter(logits / T)) in
-    it, token = argmax(log probs + g) (the same sample, with that dtype's rounding; argmax probs
-    at T = 0), so confidences (bf16 on a GPU) compare with the threshold and tie as upstream's.
+    `dtype`: compute as SDAR, LLaDA2 and Fast-dLLM v2 do, in the dtype of the model's logits:
+    probs = nucleus(softmax(top_k(logits / T))) in it, token = argmax(log probs + g) (the same
+    sample, with that dtype's rounding; argmax probs at T = 0), so confidences (bf16 on a GPU)
+    compare with the threshold and tie as upstream's.
     """
     if dtype is not None:
         z = logits.to(dtype)
-        probs = torch.softmax(filter_logits(z / temperature, top_k, top_p) if temperature > 0 else z, dim=-1)
+        if temperature > 0:
+            probs = nucleus(torch.softmax(filter_logits(z / temperature, top_k), dim=-1), top_p)
+        else:
+            probs = torch.softmax(z, dim=-1)
         score = probs
         if temperature > 0:
             score = torch.log(probs.to(torch.float64)) + gumbel_noise(tuple(probs.shape), generator, probs.device)

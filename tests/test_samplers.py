@@ -52,6 +52,14 @@ def test_top_p_keeps_the_smallest_prefix_reaching_p(top_p, kept):
     assert set(torch.isfinite(out[0]).nonzero()[:, 0].tolist()) == kept
 
 
+@pytest.mark.parametrize("top_p, kept", [(0.7, {0, 1}), (0.9, {0, 1, 2}), (0.3, {0}), (1.0, {0, 1, 2, 3})])
+def test_nucleus_on_probabilities_renormalises(top_p, kept):
+    probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]])
+    out = samplers.nucleus(probs, top_p)
+    assert set(out[0].nonzero()[:, 0].tolist()) == kept
+    torch.testing.assert_close(out[0, sorted(kept)], probs[0, sorted(kept)] / probs[0, sorted(kept)].sum())
+
+
 def test_temperature_zero_is_argmax_with_softmax_probs():
     logits = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.0, 2.9]])
     tokens, probs = samplers.propose(logits, temperature=0.0)

@@ -4,7 +4,10 @@ compared after every round."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+import torch
 
 import tests.tiny_models as tm
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
@@ -74,3 +77,23 @@ def test_the_prompts_tail_counts_toward_gen_length(backend):
     assert len(theirs[-1]) == len(ours[-1]) == 13 and ours == theirs
     longer = [f.canvas for f in run(backend, prompt, GenerationConfig(**{**settings, "tail_in_length": False})).frames]
     assert len(longer[-1]) == 21 and longer != theirs
+
+
+def test_fast_dllm_v2_samples_in_its_logits_dtype():
+    """Fast-dLLM v2 samples in its logits' dtype (bf16: its forward does not cast them) and takes
+    top-p on the probabilities, renormalised: with `model_dtype_probs` (on in its decoding) the
+    engine does too and equals the reference on a bf16 stand-in; in float some runs differ."""
+    backend = tm.tiny_block_backend(seed=6, logit_shift=True)
+    backend.model.to(torch.bfloat16)
+    equal, equal_in_float, runs = 0, 0, 0
+    for prompt, temperature, small, tau in itertools.product(PROMPTS, TEMPERATURES, (4, 8), (0.3, 0.9)):
+        settings = {**DECODINGS["fast_dllm_v2"].settings, "stop_on_eos": False, "gen_length": 16, "block_size": 8,
+                    "sub_block_size": small, "temperature": temperature, "threshold": tau, "seed": 3}
+        theirs = reference.decode(backend.model, prompt, mask_id=tm.MASK_ID, gen_length=16, block=8, small=small,
+                                  temperature=temperature, threshold=tau, seed=3)
+        runs += 1
+        equal += [f.canvas for f in run(backend, prompt, GenerationConfig(**settings)).frames] == theirs
+        in_float = GenerationConfig(**{**settings, "model_dtype_probs": False})
+        equal_in_float += [f.canvas for f in run(backend, prompt, in_float).frames] == theirs
+    assert equal == runs
+    assert equal_in_float < runs

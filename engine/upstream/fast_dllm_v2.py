@@ -12,7 +12,8 @@ What it does:
   left to right; each round runs the whole block against the cache (not written), shifts the
   logits right by one (position i from hidden i - 1) and, inside the sub-block, commits the
   masked positions with confidence > threshold (strict) plus the most confident one;
-- sampling: T > 0: probs = softmax(logits / T), nucleus-filtered and renormalised, token ~ probs;
+- sampling, in the logits' dtype on the model's device (its forward does not cast them: bf16 on
+  a GPU): T > 0: probs = softmax(logits / T), nucleus-filtered and renormalised, token ~ probs;
   T = 0: argmax, probs = softmax(logits); confidence = probs[token] (tempered);
 - a finished block is stored by one more forward, whose last logits give (argmax) the next
   block's first token.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from engine.upstream.device import native
 from engine.upstream.noise import uniforms
 
 
@@ -45,7 +47,7 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator: t
     remove[..., 0] = False
     probs = probs.masked_fill(torch.zeros_like(remove).scatter(-1, order, remove), 0.0)
     probs = probs / probs.sum(-1, keepdim=True)
-    g = -torch.log(-torch.log(uniforms(generator, *logits.shape)))
+    g = -torch.log(-torch.log(uniforms(generator, *logits.shape))).to(logits.device)
     token = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
     return token, probs.gather(-1, token[:, None])[:, 0]
 
@@ -63,9 +65,9 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
 
     def forward(x: list[int], start: int, allowed: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            return model(input_ids=torch.tensor([x]), attention_mask=_additive(allowed),
-                         position_ids=torch.arange(start, start + len(x))[None], cache=cache,
-                         use_cache=True).logits[0]
+            return native(model, model(input_ids=torch.tensor([x]), attention_mask=_additive(allowed),
+                                       position_ids=torch.arange(start, start + len(x))[None], cache=cache,
+                                       use_cache=True).logits[0])
 
     def span(x: list[int]) -> list[int]:
         out = x[p:end]
@@ -91,9 +93,9 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
                 tail = max(0, p - lo - k * small)                               # prompt rows: no noise drawn
                 token, prob = _sample(logits[tail:], temperature, top_p, generator)
                 head, head_p = _sample(logits[:tail], 0.0, top_p, generator)
-                token, prob = torch.cat([head, token]), torch.cat([head_p, prob])
+                token, prob = torch.cat([head, token]).cpu(), torch.cat([head_p, prob]).cpu()
                 masked = torch.tensor([t == mask_id for t in x[lo:][window]])
-                conf = torch.where(masked, prob, torch.tensor(float("-inf")))
+                conf = torch.where(masked, prob, prob.new_tensor(float("-inf")))
                 commit = conf > threshold
                 commit[conf.argmax()] = True
                 commit &= masked
