@@ -22,8 +22,9 @@ from collections.abc import Callable, Generator
 import torch
 
 from engine.backends.base import BackendError
+from engine.dream import dream_round, follows_dream
 from engine.metrics import Ends, ModelClock, numbers
-from engine.samplers import confidence, dream_round, follows_dream, propose, select, transfer_schedule
+from engine.samplers import confidence, propose, select, transfer_schedule
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 
 EOS_FILL_CONFIDENCE = 1.0   # positions filled after an EOS block are "decided" with certainty
@@ -167,7 +168,7 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
                    prompt_length: int = 0) -> list[tuple[int, int, float]]:
     """One forward over the block; writes the chosen proposals into the canvas in place. With a
     `window` (a sub-block), only its positions are proposed and may be chosen. Dream's loop
-    (samplers.follows_dream) proposes and chooses its own way, over prompt + canvas."""
+    (engine/dream.py) proposes and chooses its own way, over prompt + canvas."""
     logits = backend.denoise(canvas, block)                                    # (1, B, V)
     width = block.stop - block.start
     if logits.ndim != 3 or logits.shape[:2] != (1, width):
