@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from engine.backends.base import BackendError, pick_device, pick_dtype
-from engine.sprout.chat import EOS, MASK, PAD, render_chat
+from engine.sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
+from engine.sprout.prompt_cache import PromptCache
 
 
 class _SproutText:
@@ -32,6 +33,9 @@ class _SproutText:
         self._special = frozenset(tokenizer.all_special_ids)   # the tokenizer rebuilds this list on every read
         self.max_length = int(model.config.max_position_embeddings)
         self.cache = None
+        # recent prompts' clean contexts (engine/sprout/prompt_cache.py); clear it if the weights change
+        self.prompts = PromptCache()
+        self._user_marker = ids(ROLE_MARKERS["user"])
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         return list(self.tokenizer.encode(render_chat(messages, add_generation_prompt=True)))
@@ -49,6 +53,15 @@ class _SproutText:
         t = torch.as_tensor(ids, dtype=torch.long, device=self.device)
         return t.view(1, -1) if t.dim() == 1 else t
 
+    def _prefill(self, prompt_ids):
+        """The clean context after the prompt, from the prompt cache. Its anchor is where the
+        system text ends (the first user marker), shared by every conversation in the world."""
+        ids = self._ids(prompt_ids)
+        users = (ids[0] == self._user_marker).nonzero()
+        anchors = (int(users[0, 0]),) if len(users) else ()
+        self.cache = self.prompts.prefill(self.model, ids, anchors)
+        return self.cache.next_logits
+
 
 class SproutBackend(_SproutText):
     kind = "diffusion"
@@ -59,7 +72,7 @@ class SproutBackend(_SproutText):
 
     @torch.inference_mode()
     def prefill(self, prompt_ids) -> None:
-        self.cache, _ = self.model.prefill(self._ids(prompt_ids))
+        self._prefill(prompt_ids)
 
     @torch.inference_mode()
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
@@ -86,8 +99,7 @@ class SproutARBackend(_SproutText):
 
     @torch.inference_mode()
     def prefill(self, prompt_ids) -> torch.Tensor:
-        self.cache, last = self.model.prefill(self._ids(prompt_ids))
-        return last                                                                # (1, V)
+        return self._prefill(prompt_ids)                                           # (1, V)
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:
