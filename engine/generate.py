@@ -193,7 +193,8 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
         tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
                                 untempered_confidence=config.untempered_confidence, never=backend.mask_id,
                                 dtype=dtype)
-        chosen = select(config, probs, tokens, masked, round_index, schedule, generator)
+        chosen = select(config, probs, tokens, masked, round_index, schedule, generator,
+                        row=(prompt_length + span.start, prompt_length + canvas.shape[1]))
         conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
     toks = tokens[picked]

@@ -188,9 +188,15 @@ def top_scores(scores: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tens
     return _choose(masked, order[: max(1, min(k, m))])
 
 
-def low_confidence(conf: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
-    """LLaDA: the top-k masked positions by confidence c_i = p_i[x_i] (= p_(1) under greedy)."""
-    return top_scores(conf, masked, k)
+def low_confidence(conf: torch.Tensor, masked: torch.Tensor, k: int,
+                   row: tuple[int, int] | None = None) -> torch.Tensor:
+    """LLaDA: the top-k masked positions by confidence c_i = p_i[x_i] (= p_(1) under greedy).
+    With a `row`, ranked by LLaDA's torch.topk over prompt + canvas (row_top_k), else ties go
+    to the lower position; the same set whenever no two confidences tie."""
+    m = int(masked.sum())
+    if row is None or m == 0 or k <= 0:
+        return top_scores(conf, masked, k)
+    return _choose(masked, row_top_k(conf, masked, min(k, m), *row))
 
 
 def margin(probs: torch.Tensor, masked: torch.Tensor, k: int) -> torch.Tensor:
@@ -209,13 +215,18 @@ def random_order(masked: torch.Tensor, k: int, generator: torch.Generator | None
     return top_scores(scores, masked, k)
 
 
-def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float) -> torch.Tensor:
+def threshold(conf: torch.Tensor, masked: torch.Tensor, tau: float,
+              row: tuple[int, int] | None = None) -> torch.Tensor:
     """Fast-dLLM parallel decoding: commit {i masked : c_i >= tau} plus the masked argmax of c,
-    so at least one position per round."""
-    if not bool(masked.any()):
+    so at least one position per round. With a `row`, that argmax is the first of Fast-dLLM's
+    torch.topk(M) over prompt + canvas (row_top_k), which breaks a tie at the top below tau its
+    own way; without, the lower position wins."""
+    m = int(masked.sum())
+    if m == 0:
         return torch.zeros_like(masked)
     chosen = masked & (conf >= tau)
-    chosen[_masked_argmax(conf, masked)] = True
+    top = _masked_argmax(conf, masked) if row is None else int(row_top_k(conf, masked, m, *row)[0])
+    chosen[top] = True
     return chosen
 
 
@@ -259,11 +270,13 @@ def prefix_threshold_ref(conf: torch.Tensor, masked: torch.Tensor, tau: float) -
     return chosen
 
 
-def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
+def factor(conf: torch.Tensor, masked: torch.Tensor, f: float, row: tuple[int, int] | None = None) -> torch.Tensor:
     """Fast-dLLM's factor rule (`get_transfer_index_dynamic`). c_(n) is the n-th largest masked
     confidence, n = 1..M. Rank n passes when c_(n) >= 1 - f / (n + 1), i.e. (n + 1)(1 - c_(n)) <= f,
     and rank 1 always passes. With n0 the first failing rank (M + 1 if none fails), commit ranks
-    1..n0 - 1; but when n0 is M (only the last rank fails) or none fails, commit all M."""
+    1..n0 - 1; but when n0 is M (only the last rank fails) or none fails, commit all M. With a
+    `row`, the ranks committed are Fast-dLLM's torch.topk over prompt + canvas (row_top_k), else
+    ties go to the lower position."""
     if not bool(masked.any()):
         return torch.zeros_like(masked)
     ranked = _ranked(conf, masked)                                             # (M,)
@@ -274,7 +287,7 @@ def factor(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
     failing = (~passes).nonzero()
     first_fail = int(failing[0, 0]) + 1 if len(failing) else m + 1            # 1-based rank
     count = m if first_fail >= m else first_fail - 1
-    return _choose(masked, ranked[:count])
+    return _choose(masked, ranked[:count] if row is None else row_top_k(conf, masked, count, *row))
 
 
 def factor_prefix(conf: torch.Tensor, masked: torch.Tensor, f: float) -> torch.Tensor:
@@ -298,10 +311,20 @@ def aligned_top_k(conf: torch.Tensor, masked: torch.Tensor, k: int, width: int) 
     (a pick in the prompt's tail is dropped). Ties come out in the order topk gives for exactly
     that tensor, as upstream's do; when k exceeds the masks left, topk also returns decided
     positions (score -inf), in that order too."""
-    pad = width - conf.shape[0]
-    scores = torch.cat([conf.new_full((pad,), NEG_INF), torch.where(masked, conf, NEG_INF)])   # (width,)
-    picked = torch.topk(scores, k).indices - pad
+    picked = row_top_k(conf, masked, k, width - conf.shape[0], width)
     return picked[picked >= 0]
+
+
+def row_top_k(conf: torch.Tensor, masked: torch.Tensor, k: int, offset: int, length: int) -> torch.Tensor:
+    """torch.topk(k) over a (length,) row in conf's dtype that holds this block's masked
+    confidences at `offset` and -inf everywhere else, as block positions (negative: before the
+    block). Which of several equal scores topk returns first depends on the whole tensor (its
+    length, where the values sit, k), so a rule that must break ties as upstream does ranks over
+    exactly upstream's row: LLaDA's and Fast-dLLM v1's prompt + whole canvas (float64), SDAR's
+    and LLaDA2's aligned block (aligned_top_k)."""
+    scores = conf.new_full((length,), NEG_INF)
+    scores[offset: offset + conf.shape[0]] = torch.where(masked, conf, NEG_INF)
+    return torch.topk(scores, k).indices - offset
 
 
 def threshold_or_top_k(conf: torch.Tensor, masked: torch.Tensor, tau: float, k: int, width: int) -> torch.Tensor:
@@ -358,6 +381,10 @@ class Round:
     masked: torch.Tensor                # (B,) bool, still masked before this round
     k: int                              # scheduled samplers: tokens to commit this round
     generator: torch.Generator | None
+    # (offset, length): where the block sits in LLaDA's prompt + canvas row; set under
+    # untempered_confidence (LLaDA's and Fast-dLLM v1's scoring), whose rules then rank by
+    # torch.topk over that row (row_top_k) so exact ties go in upstream's order
+    row: tuple[int, int] | None = None
 
     @property
     def width(self) -> int:
@@ -376,7 +403,7 @@ class Sampler:
 
 SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("low_confidence", "LLaDA: the k most confident masked positions (k from an even schedule).",
-            ("steps",), True, lambda r: low_confidence(r.conf, r.masked, r.k)),
+            ("steps",), True, lambda r: low_confidence(r.conf, r.masked, r.k, r.row)),
     Sampler("margin", "The k masked positions with the largest gap between the two likeliest tokens.",
             ("steps",), True, lambda r: margin(r.probs, r.masked, r.k)),
     Sampler("entropy", "The k lowest-entropy masked positions.",
@@ -384,7 +411,7 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
     Sampler("random_order", "k masked positions chosen uniformly at random.",
             ("steps",), True, lambda r: random_order(r.masked, r.k, r.generator)),
     Sampler("threshold", "Fast-dLLM: every masked position with confidence >= threshold, at least the top one.",
-            ("threshold",), False, lambda r: threshold(r.conf, r.masked, r.config.threshold)),
+            ("threshold",), False, lambda r: threshold(r.conf, r.masked, r.config.threshold, r.row)),
     Sampler("threshold_strict", "Fast-dLLM v2: every masked position with confidence > threshold, at least the top.",
             ("threshold",), False, lambda r: threshold_strict(r.conf, r.masked, r.config.threshold)),
     Sampler("threshold_or_top_k",
@@ -399,7 +426,7 @@ SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
             "Ours: the leftmost masked position, then the ones after it while confidence >= threshold.",
             ("threshold",), False, lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold)),
     Sampler("factor", "Fast-dLLM's factor rule: ranks with (n + 1)(1 - c_(n)) <= factor, to the first failing one.",
-            ("factor",), False, lambda r: factor(r.conf, r.masked, r.config.factor)),
+            ("factor",), False, lambda r: factor(r.conf, r.masked, r.config.factor, r.row)),
     Sampler("factor_prefix", "Ours: the longest prefix of ranks with (n + 1)(1 - c_(n)) < factor (none failing).",
             ("factor",), False, lambda r: factor_prefix(r.conf, r.masked, r.config.factor)),
     Sampler("entropy_bounded", "The lowest-entropy masked positions while sum H - max H <= entropy bound.",
@@ -417,6 +444,7 @@ RENAMED_SAMPLERS = {"random": "random_order", "eb": "entropy_bounded"}
 def select(
     config: GenerationConfig, probs: torch.Tensor, tokens: torch.Tensor, masked: torch.Tensor,
     round_index: int, schedule: list[int], generator: torch.Generator | None = None,
+    row: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """Which masked positions of the block to commit in round `round_index` (from 0).
 
@@ -425,7 +453,8 @@ def select(
     config.steps_cap, every sampler but `reference` commits all that is still masked in round
     steps - 1; without it the unscheduled ones (threshold, factor, ...) go on until the block is
     done, as Fast-dLLM does. SDAR's rule runs its last round itself (its k may exceed the masks
-    left there too).
+    left there too). `row` = (offset of the block, length of prompt + canvas): read only under
+    untempered_confidence, by low_confidence, threshold and factor (Round.row).
     """
     sampler = SAMPLERS[config.sampler]
     own_last_round = sampler.name in ("reference", "threshold_or_top_k_uncapped")
@@ -435,4 +464,5 @@ def select(
         k = dream_transfer_count(int(masked.sum()), round_index, config.steps)
     else:
         k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
-    return sampler.choose(Round(config, probs, confidence(probs, tokens), masked, k, generator))
+    return sampler.choose(Round(config, probs, confidence(probs, tokens), masked, k, generator,
+                                row if config.untempered_confidence else None))

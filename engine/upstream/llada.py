@@ -16,7 +16,11 @@ What they do, per block of `block` positions (blocks start right after the promp
   thresh_n = 1 - factor / (n + 1) (thresh_1 = -1), take the first n with c_(n) < thresh_n and
   commit n - 1 positions, or all when that n is the last one (or none fails).
 Upstream scores every masked position up to the block's end; earlier blocks never keep a mask
-here (the mask is never proposed), so only the active block's rows are scored.
+here (the mask is never proposed), so only the active block's rows are scored. It ranks with
+torch.topk over the whole row (prompt + canvas, float64, -inf outside the block's masked
+positions), and so does this loop: which of several equal confidences topk returns first
+depends on that whole tensor and on k. The factor rule counts its ranks from the sorted values
+and then takes torch.topk(count) over the row, not a prefix of a longer topk.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ def _propose(logits: torch.Tensor, temperature: float, generator: torch.Generato
     return noisy.argmax(-1)
 
 
-def _topk_positions(confidence: torch.Tensor, k: int) -> list[int]:
-    return torch.topk(confidence, k=k).indices.tolist()
+def _topk_positions(row: torch.Tensor, k: int, lo: int) -> list[int]:
+    """torch.topk over the (P + L,) row, as block positions."""
+    return [j - lo for j in torch.topk(row, k=k).indices.tolist()]
 
 
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: int, steps: int,
@@ -63,22 +68,24 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
             prob = torch.softmax(logits.to(torch.float64), -1).gather(-1, x0[:, None])[:, 0]
             masked = x[0, lo:hi] == mask_id
             conf = torch.where(masked, prob, torch.tensor(float("-inf"), dtype=torch.float64))
+            row = torch.full((x.shape[1],), float("-inf"), dtype=torch.float64)   # (P + L,)
+            row[lo:hi] = conf
             if rule == "llada":
-                chosen = _topk_positions(conf, schedule[i])
+                chosen = _topk_positions(row, schedule[i], lo)
             elif rule == "threshold":
-                ranked = _topk_positions(conf, int(masked.sum()))
+                ranked = _topk_positions(row, int(masked.sum()), lo)
                 chosen = [ranked[0]] + [j for j in ranked[1:] if not conf[j] < threshold]
             else:
-                ranked = _topk_positions(conf, int(masked.sum()))
-                thresholds = [-1.0] + [1 - factor / (n + 1) for n in range(2, len(ranked) + 1)]
-                top = len(ranked) - 1
-                for top_i, j in enumerate(ranked):
-                    if conf[j] < thresholds[top_i]:
+                values = torch.sort(conf[masked], descending=True).values.tolist()
+                thresholds = [-1.0] + [1 - factor / (n + 1) for n in range(2, len(values) + 1)]
+                top = len(values) - 1
+                for top_i, value in enumerate(values):
+                    if value < thresholds[top_i]:
                         top = top_i
                         break
-                if top == 0 or top == len(ranked) - 1:
+                if top == 0 or top == len(values) - 1:
                     top += 1
-                chosen = ranked[:top]
+                chosen = _topk_positions(row, top, lo)
             for j in chosen:
                 x[0, lo + j] = x0[j]
             canvases.append(x[0, p:].tolist())
