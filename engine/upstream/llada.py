@@ -44,9 +44,10 @@ def _propose(logits: torch.Tensor, temperature: float, generator: torch.Generato
     return noisy.argmax(-1)
 
 
-def _topk_positions(row: torch.Tensor, k: int, lo: int) -> list[int]:
-    """torch.topk over the (P + L,) row, as block positions."""
-    return [j - lo for j in torch.topk(row, k=k).indices.tolist()]
+def _topk_positions(row: torch.Tensor, k: int, lo: int, device: torch.device) -> list[int]:
+    """torch.topk over the (P + L,) row on the model's device (upstream's row lives there, and
+    ties come out in that device's topk order), as block positions."""
+    return [j - lo for j in torch.topk(row.to(device), k=k).indices.tolist()]
 
 
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: int, steps: int,
@@ -54,6 +55,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
            factor: float = 1.0) -> list[list[int]]:
     """The generated span after every round; rule is "llada", "threshold" or "factor"."""
     generator = torch.Generator().manual_seed(seed)
+    device = getattr(model, "device", torch.device("cpu"))
     p = len(prompt)
     x = torch.tensor([prompt + [mask_id] * gen_length])
     canvases = []
@@ -71,9 +73,9 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
             row = torch.full((x.shape[1],), float("-inf"), dtype=torch.float64)   # (P + L,)
             row[lo:hi] = conf
             if rule == "llada":
-                chosen = _topk_positions(row, schedule[i], lo)
+                chosen = _topk_positions(row, schedule[i], lo, device)
             elif rule == "threshold":
-                ranked = _topk_positions(row, int(masked.sum()), lo)
+                ranked = _topk_positions(row, int(masked.sum()), lo, device)
                 chosen = [ranked[0]] + [j for j in ranked[1:] if not conf[j] < threshold]
             else:
                 values = torch.sort(conf[masked], descending=True).values.tolist()
@@ -85,7 +87,7 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
                         break
                 if top == 0 or top == len(values) - 1:
                     top += 1
-                chosen = _topk_positions(row, top, lo)
+                chosen = _topk_positions(row, top, lo, device)
             for j in chosen:
                 x[0, lo + j] = x0[j]
             canvases.append(x[0, p:].tolist())
