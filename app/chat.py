@@ -50,7 +50,7 @@ from .widgets import (
     stopper,
     with_settings,
 )
-from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, world_from_spec, world_spec_for
+from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row")
@@ -219,6 +219,7 @@ class ChatHandlers:
                 yield updates(panel=LOADING_PANEL, status="")
             with self.ctx.registry.using(model) as backend:
                 turn.backend = backend
+                context = model_context(backend, context)
                 if turn.structured:                        # one answer in the schema's JSON, no tool calls
                     run.start(lambda r: structured_answer(backend, context, config, on_step=lambda s: r.put("step", s),
                                                           on_frame=r.frame), name="chat-turn")

@@ -398,6 +398,22 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
     assert backend.tokenizer.decode(backend.prompts[-1]).count("<tool_call>") >= 3
 
 
+def test_a_one_request_model_reads_only_the_new_message_and_keeps_its_world(tmp_path):
+    task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
+    backend = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
+    backend.one_request_per_chat = True                   # as Sprout, trained on one request per chat
+    chat = ChatHandlers(fake_context(tmp_path, backends={"fake-bd": backend}), updates_per_second=1e9)
+    final = ask(chat, task["instruction"], settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
+    world = final[OUT["world"]]
+    backend.target = render_call("finish", {"answer": "Done."})
+    again = ask(chat, "view my cart", final[OUT["history"]], final[OUT["conversation_id"]], world=world,
+                versions=final[OUT["versions"]])[-1]
+    assert again[OUT["world"]] is world and len(world.cart) == 1 and again[OUT["chatbot"]][-1]["content"] == "Done."
+    prompt = backend.tokenizer.decode(backend.prompts[-1])
+    assert "view my cart" in prompt and task["instruction"] not in prompt and "<tool_call>" not in prompt
+    assert again[OUT["history"]][0]["content"] == task["instruction"]       # the person still sees it all
+
+
 def test_no_answer_within_the_tool_steps_is_said_as_the_api_says_it(ctx):
     from app.worlds import MAX_TOOL_STEPS, no_answer_note
 

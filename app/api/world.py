@@ -30,7 +30,7 @@ from engine.world.format import CALL_OPEN, render_call
 from engine.world.tools import FINISH
 
 from ..steps import answer_of
-from ..worlds import MAX_TOOL_STEPS, no_answer_note, speaks_world, world_from_spec, world_spec_for
+from ..worlds import MAX_TOOL_STEPS, model_context, no_answer_note, speaks_world, world_from_spec, world_spec_for
 from .protocol import ApiError, ChatRequest, Reply, usage
 
 
@@ -81,7 +81,8 @@ def answer(backend: Any, request: ChatRequest, encode: Callable[[list[dict[str, 
            on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
            on_step: Callable[[Step], None] | None = None) -> WorldAnswer:
     """Let the model act in a fresh world until it answers; `encode(messages)` gives prompt ids."""
-    users = [m["content"] for m in request.messages if m["role"] == "user"]
+    messages = model_context(backend, model_messages(request.messages))
+    users = [m["content"] for m in messages if m["role"] == "user"]
     spec = world_spec_for(users[0] if users else "")
     world = world_from_spec(spec)
     prompt_tokens: list[int] = []
@@ -100,7 +101,7 @@ def answer(backend: Any, request: ChatRequest, encode: Callable[[list[dict[str, 
             on_step(step)
 
     try:
-        final, early = act(backend, world, model_messages(request.messages), request.config,
+        final, early = act(backend, world, messages, request.config,
                            max_steps=MAX_TOOL_STEPS, text_answers=True, on_step=record, generate_fn=generate)
     except ClientGone:
         final, early = None, "the client went away"

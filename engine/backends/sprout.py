@@ -23,6 +23,8 @@ class _SproutText:
     """Tokenizer-facing half shared by both twins."""
 
     chat_format = "world"
+    # Trained on one request per conversation: the app gives it the latest request only (app/worlds.py).
+    one_request_per_chat = True
 
     def _init_text(self, model, tokenizer, name: str, device: torch.device) -> None:
         self.model, self.tokenizer, self.name, self.device = model, tokenizer, name, device
@@ -34,7 +36,7 @@ class _SproutText:
         self.max_length = int(model.config.max_position_embeddings)
         self.cache = None
         # recent prompts' clean contexts (engine/sprout/prompt_cache.py); clear it if the weights change
-        self.prompts = PromptCache()
+        self.prompt_cache = PromptCache()
         self._user_marker = ids(ROLE_MARKERS["user"])
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
@@ -59,7 +61,7 @@ class _SproutText:
         ids = self._ids(prompt_ids)
         users = (ids[0] == self._user_marker).nonzero()
         anchors = (int(users[0, 0]),) if len(users) else ()
-        self.cache = self.prompts.prefill(self.model, ids, anchors)
+        self.cache = self.prompt_cache.prefill(self.model, ids, anchors)
         return self.cache.next_logits
 
 

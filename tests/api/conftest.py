@@ -38,6 +38,16 @@ def world_target(prompt: str) -> str:
     return render_call("finish", {"answer": WORLD_HELLO})
 
 
+def users_seen(prompt: str) -> str:
+    """A world-format model that answers with how many user messages its prompt holds."""
+    return render_call("finish", {"answer": f"{prompt.count('<|user|>')} user message(s)"})
+
+
+def one_request(backend):
+    backend.one_request_per_chat = True          # as Sprout: trained on one request per conversation
+    return backend
+
+
 def tool_target(prompt: str) -> str:
     """A scripted agent: search first; once a tool response is in the chat, finish."""
     if "tool: " in prompt:
@@ -61,6 +71,8 @@ def backends() -> dict:
         "json-ar": FakeARBackend(JSON_ANSWER, name="json-ar"),
         "world-bd": world_format(FakeDiffusionBackend(world_target, name="world-bd")),   # test_v1_world.py
         "world-ar": world_format(FakeARBackend(world_target, name="world-ar")),
+        "users-bd": world_format(FakeDiffusionBackend(users_seen, name="users-bd")),
+        "one-users-bd": one_request(world_format(FakeDiffusionBackend(users_seen, name="one-users-bd"))),
         "hermes-bd": FakeDiffusionBackend(world_target, name="hermes-bd"),   # the same text, not a world model
         "slow-world-bd": Slow(world_format(FakeDiffusionBackend(world_target, name="slow-world-bd")), 0.05),
     }

@@ -147,6 +147,12 @@ def test_a_client_that_goes_away_ends_the_world_run(served, client):
     assert len([t for t in turns if t["role"] == "assistant"]) <= 3     # no new step began after it left
 
 
+@pytest.mark.parametrize("model, seen", [("one-users-bd", "1 user message(s)"), ("users-bd", "2 user message(s)")])
+def test_a_one_request_model_reads_only_the_latest_request(client, model, seen):
+    messages = [*CAPS, {"role": "assistant", "content": "Found P1 in size M."}, *HELLO]
+    assert ask(client, messages, model=model).choices[0].message.content == seen
+
+
 def test_a_model_that_is_not_world_format_gets_its_text_as_written(client):
     reply = ask(client, HELLO, "hermes-bd").choices[0]
     assert reply.message.content == render_call("finish", {"answer": WORLD_HELLO}) and reply.finish_reason == "stop"

@@ -48,13 +48,13 @@ def test_only_new_tokens_run():
     first, later, other = (backend.encode_chat(m) for m in (FIRST, LATER, OTHER))
     system_end = first.index(tok.convert_tokens_to_ids("<|user|>"))
     backend.prefill(first)
-    assert backend.prompts.tokens_run == len(first)
+    assert backend.prompt_cache.tokens_run == len(first)
     backend.prefill(later)                                   # the same conversation, one step on
-    assert backend.prompts.tokens_run == len(later)
+    assert backend.prompt_cache.tokens_run == len(later)
     backend.prefill(other)                                   # a new conversation: the system text is kept
-    assert backend.prompts.tokens_run == len(later) + len(other) - system_end
+    assert backend.prompt_cache.tokens_run == len(later) + len(other) - system_end
     backend.prefill(other)                                   # the same prompt again runs nothing
-    assert backend.prompts.tokens_run == len(later) + len(other) - system_end
+    assert backend.prompt_cache.tokens_run == len(later) + len(other) - system_end
 
 
 def test_the_cache_forgets_the_least_recently_used():
@@ -76,10 +76,10 @@ def test_agent_episodes_are_the_same_with_and_without_the_cache(causal):
     model = tiny_sprout(causal=causal, seed=5)
     cls = SproutARBackend if causal else SproutBackend
     cached, reference = cls(model, tok), cls(model, tok)
-    reference.prompts = WholePrefill()
+    reference.prompt_cache = WholePrefill()
     config = GenerationConfig(gen_length=32, block_size=8, steps=8, sampler="threshold", threshold=0.6)
     for task in load_heldout_tasks()[:4]:
         runs = [run_episode(backend, task, config, max_steps=3) for backend in (cached, reference)]
         replies = [[step.result.token_ids for step in transcript.steps] for transcript in runs]
         assert replies[0] and replies[0] == replies[1]
-    assert cached.prompts.tokens_run < reference.prompts.tokens_run
+    assert cached.prompt_cache.tokens_run < reference.prompt_cache.tokens_run
