@@ -4,7 +4,7 @@ when the client offers no tools of its own (none given, or tool_choice "none").
 
 The model acts in its own world on the server, as in the Chat tab: `engine.agent.act` with plain
 text allowed as the answer, on a fresh world per call (app/worlds.py: the held-out task whose
-instruction the first user message is, else the held-out background world), at most
+instruction the latest user message is, else the held-out background world), at most
 MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads its response.
 The answer (finish's `answer`, or plain text) is the message content with finish_reason
 "stop"; with no answer within the steps the content is a sentence saying so and finish_reason
@@ -13,7 +13,8 @@ is "length". The calls the server ran come beside the message as the extension f
 The world does not outlive the call: every call starts from the same world.
 
 Earlier assistant messages in plain text go back to the model as the finish calls they were
-read from: the model has only ever seen its own answers as calls.
+read from: the model has only ever seen its own answers as calls. A one-request model (Sprout)
+reads only the system text and the latest user message (app/worlds.model_context).
 """
 
 from __future__ import annotations
