@@ -33,7 +33,7 @@ from typing import Any
 from engine.world.format import render_call, render_chat, render_response, system_prompt
 from engine.world.grammar import PHRASINGS
 from engine.world.oracle import Call
-from engine.world.tasks import ALL_INTENTS, DOC_INTENTS, PHRASING_INTENTS, build_task, task_seeds
+from engine.world.tasks import ALL_INTENTS, DOC_INTENTS, EXTRA_INTENTS, PHRASING_INTENTS, build_task, task_seeds
 from training.detours import DETOUR_SHARE, detour
 
 
@@ -53,8 +53,9 @@ def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], fin
 
 def default_intents(phrasing: str = "template") -> list[str]:
     """Every intent a corpus of this phrasing covers: the grammar adds two-goal and
-    outside-the-world requests."""
-    return list(ALL_INTENTS if phrasing == "template" else PHRASING_INTENTS + DOC_INTENTS)
+    outside-the-world requests; both add requests for products the shop does not stock."""
+    base = ALL_INTENTS if phrasing == "template" else PHRASING_INTENTS + DOC_INTENTS
+    return list(base + tuple(EXTRA_INTENTS))
 
 
 def check_phrasing(split: str, phrasing: str) -> None:

@@ -64,6 +64,19 @@ def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     return {"style": style, "color": color, "size": size, "qty": qty, "item": item}, setup
 
 
+def _absent(world: World, rng: random.Random) -> Scenario:
+    """A style the world does not stock at all (8 background products leave at least 2 of the 10
+    styles out), asked for in "look" wording (find / do you have) or "act" wording (add to my
+    cart): the search returns [] and the honest answer is the near miss's sentence."""
+    stocked = {p["style"] for p in world.products.values()}
+    style = rng.choice([s for s in E.STYLES if s not in stocked])
+    color, size = E.pick(rng, "combo", world.split).split("|")
+    wording = rng.choice(ABSENT_WORDINGS)
+    qty = 1 if wording == "look" else rng.randint(1, 3)
+    item = f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
+    return {"style": style, "color": color, "size": size, "qty": qty, "item": item, "wording": wording}, {}
+
+
 def _guest(world: World, rng: random.Random, missing: str | None = None) -> dict[str, Any]:
     name = E.pick(rng, "name", world.split)
     slots = {"name": name, "email": E.email_for(name), "address": E.pick(rng, "address", world.split)}
@@ -185,6 +198,14 @@ INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
     "office_missing_info": ("office", office_missing_info),
 }
 AGENT_INTENTS = tuple(INTENTS)
+# A product the shop does not stock at all. A training-corpus intent (training/corpus.py
+# default_intents), kept out of AGENT_INTENTS and PHRASING_INTENTS so that the committed sets and
+# the validation draws built from those stay as they are; measured on its own check set below.
+ABSENT_INTENT = "shop_absent"
+ABSENT_WORDINGS = ("look", "act")
+EXTRA_INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
+    ABSENT_INTENT: ("shop", _absent),
+}
 DOC_INTENTS = documents.DOC_INTENTS
 ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
 
@@ -245,6 +266,10 @@ def task_group(task: dict[str, Any]) -> str:
 
 
 def template_key(intent: str, slots: dict[str, Any]) -> str:
+    """Which templates and grammar frames word the request: an absent product is asked for in
+    the words of a find or of an add."""
+    if intent == ABSENT_INTENT:
+        return "shop_find" if slots["wording"] == "look" else "shop_add"
     return f"{intent}:{slots['missing']}" if intent == "office_missing_info" else intent
 
 
@@ -282,13 +307,14 @@ def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
     elif intent in OUTSIDE_INTENTS:
         domain, setup = "outside", {}
         slots = {"kind": intent.removeprefix("outside_"), **grammar.outside_slots(rng, split)}
-    elif intent in INTENTS:
-        domain, scenario = INTENTS[intent]
+    elif intent in INTENTS or intent in EXTRA_INTENTS:
+        domain, scenario = INTENTS.get(intent) or EXTRA_INTENTS[intent]
         slots, setup = scenario(make_world(seed, split), rng)
     else:
-        raise ValueError(f"Unknown intent {intent!r}; choose one of {', '.join(PHRASING_INTENTS + DOC_INTENTS)}.")
+        known = PHRASING_INTENTS + tuple(EXTRA_INTENTS) + DOC_INTENTS
+        raise ValueError(f"Unknown intent {intent!r}; choose one of {', '.join(known)}.")
     if phrasing == "template":
-        if intent not in INTENTS:
+        if intent not in INTENTS and intent not in EXTRA_INTENTS:
             raise ValueError(f"{intent} has no template phrasing; choose one of {', '.join(grammar.PHRASINGS[1:])}.")
         template = rng.choice(INSTRUCTIONS[template_key(intent, slots)])
         text = template.format(**{**slots, "amounts": slots.get("amounts_text", "")})
@@ -391,6 +417,27 @@ def phrasing_validation_tasks(n: int, seed: int = PHRASING_VALIDATION_SEED) -> l
             if t["id"] not in benchmark][:n]
 
 
+# -- requests for a product the shop does not stock: held-out entities and wording ------------
+ABSENT_PATH = Path(__file__).with_name("heldout_absent.json")
+ABSENT_SIZE, ABSENT_SEED = 20, 349
+
+
+def make_absent_set(n: int = ABSENT_SIZE, seed: int = ABSENT_SEED) -> list[dict[str, Any]]:
+    """Absent-product tasks in held-out wording on held-out values, half in "look" wording and
+    half in "act" wording (the first odd one a look), in the order they were drawn."""
+    left = {w: n // len(ABSENT_WORDINGS) for w in ABSENT_WORDINGS}
+    left[ABSENT_WORDINGS[0]] += n % len(ABSENT_WORDINGS)
+    rng = random.Random(f"absent:{seed}")
+    tasks: list[dict[str, Any]] = []
+    while len(tasks) < n:
+        task = make_task(ABSENT_INTENT, "heldout", rng.getrandbits(31), "heldout")
+        wording = task["slots"]["wording"]
+        if left[wording] and task["id"] not in {t["id"] for t in tasks}:
+            left[wording] -= 1
+            tasks.append(task)
+    return tasks
+
+
 # name -> (the benchmark's tasks, n validation tasks of the same kind)
 TASK_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]]]] = {
     "templates": (load_heldout_tasks, validation_tasks),
@@ -413,3 +460,4 @@ if __name__ == "__main__":  # python -m engine.world.tasks: rewrite the committe
     write_heldout_set(HELDOUT_PATH)
     write_task_list(make_heldout_documents(), HELDOUT_DOCS_PATH)
     write_task_list(make_phrasing_set(), PHRASING_PATH)
+    write_task_list(make_absent_set(), ABSENT_PATH)

@@ -69,7 +69,7 @@ def test_the_leak_checks_see_a_leak():
 def test_grammar_corpus_has_every_kind_of_transcript():
     records = list(corpus_lines("train", 3 * len(default_intents("train")), seed=4, phrasing="train"))
     intents = Counter(r["intent"] for r in records)
-    assert set(intents) == set(PHRASING_INTENTS) | {"doc_resume", "doc_html"}
+    assert set(intents) == set(PHRASING_INTENTS) | {"doc_resume", "doc_html", "shop_absent"}
     for r in records:
         assert r["text"] == render_chat(r["messages"], add_generation_prompt=False)
         if r["intent"] in OUTSIDE_INTENTS:     # one finish call, nothing else

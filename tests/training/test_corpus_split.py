@@ -39,7 +39,7 @@ def _combos(record):
 @pytest.mark.slow
 def test_heldout_values_never_occur_in_20000_training_transcripts():
     records = list(corpus_lines("train", 20000, seed=0))
-    assert Counter(r["intent"] for r in records).keys() == set(ALL_INTENTS)
+    assert Counter(r["intent"] for r in records).keys() == set(ALL_INTENTS) | {"shop_absent"}
     grams = ngrams(r["text"] for r in records)
     leaks = [(kind, v) for kind, values in E.heldout_values().items() if kind != "combo"
              for v in values if " ".join(TOKEN.findall(v)) in grams]
