@@ -7,8 +7,9 @@ model writes a tool call, the app runs it on the conversation's world and the mo
 until it answers in text or calls `finish`. The turn streams through the one run path
 (app/runs.py) and is stored in one exchange. The world starts from the held-out task whose
 instruction the first message is (so the examples find what they ask for), else from the
-held-out background world; it is stored with the conversation (its spec in the meta, every
-executed call in the turns) and persists across turns.
+held-out background world with every style stocked (app/worlds.py DEFAULT_WORLD); it is
+stored with the conversation (its spec in the meta, every executed call in the turns) and
+persists across turns.
 
 Handlers are plain (generator) functions; every streaming update is one tuple of CHAT_OUTPUTS.
 """

@@ -4,13 +4,44 @@ said when no answer came."""
 
 from __future__ import annotations
 
+import copy
+import random
 from collections.abc import Mapping
 from typing import Any
 
-from engine.world.state import World, world_for
+from engine.world import entities as E
+from engine.world.state import World, make_world, random_product, world_for
 from engine.world.tasks import load_heldout_tasks
 
-DEFAULT_WORLD = {"seed": 0, "split": "heldout", "setup": {}}
+BACKGROUND = {"seed": 0, "split": "heldout"}
+PER_STYLE = 3                 # products of every style in the Chat's world, each in its own colour
+
+
+def stocked_setup(seed: int = BACKGROUND["seed"], split: str = BACKGROUND["split"]) -> dict[str, Any]:
+    """A setup that stocks every style in PER_STYLE colours and two or three sizes each. The
+    background world (8 products) leaves half the styles out, so a person exploring the Chat
+    would mostly hear "not available". A setup's products replace the background's of their
+    style, so the background's own products come along unchanged; the new ones take the world's
+    next free ids, colours and sizes of its split."""
+    world = make_world(seed, split)
+    rng = random.Random(f"chat-world:{seed}:{split}")
+    products: dict[str, Any] = {}
+    for style in E.STYLES:
+        mine = {pid: p for pid, p in world.products.items() if p["style"] == style}
+        colors = [c for c in E.COLORS if c not in {p["color"] for p in mine.values()}]
+        for color in rng.sample(colors, PER_STYLE - len(mine)) if len(mine) < PER_STYLE else []:
+            options = E.sizes_for(color, split)
+            chosen = rng.sample(options, min(len(options), rng.randint(2, 3)))
+            pid = world.new_id("product")
+            world.products[pid] = mine[pid] = random_product(
+                rng, split, style, color, tuple(s for s in E.SIZES if s in chosen))
+        products.update(mine)
+    return {"products": products}
+
+
+# Stored with every conversation (app/chat.py), so a chat reopens in the world it had, this
+# setup or an older one (a spec stored without products rebuilds the bare background world).
+DEFAULT_WORLD = {**BACKGROUND, "setup": stocked_setup()}
 MAX_TOOL_STEPS = 8            # model replies per answer (tool calls, parse errors, the answer itself)
 
 
@@ -41,13 +72,13 @@ def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str
 
 def world_spec_for(message: str) -> dict[str, Any]:
     """The world a conversation starts in: the held-out task whose instruction `message` is, else
-    the held-out background world."""
+    the held-out background world with every style stocked (DEFAULT_WORLD)."""
     wanted = " ".join(message.split()).lower()
     for task in load_heldout_tasks():
         if " ".join(task["instruction"].split()).lower() == wanted:
             return {"seed": task["world"]["seed"], "split": task["split"], "setup": task["world"].get("setup", {}),
                     "task_id": task["id"]}
-    return dict(DEFAULT_WORLD)
+    return copy.deepcopy(DEFAULT_WORLD)
 
 
 def world_from_spec(spec: Mapping[str, Any]) -> World:

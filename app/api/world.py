@@ -4,8 +4,9 @@ when the client offers no tools of its own (none given, or tool_choice "none").
 
 The model acts in its own world on the server, as in the Chat tab: `engine.agent.act` with plain
 text allowed as the answer, on a fresh world per call (app/worlds.py: the held-out task whose
-instruction the latest user message is, else the held-out background world), at most
-MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads its response.
+instruction the latest user message is, else the held-out background world with every style
+stocked), at most MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads
+its response.
 The answer (finish's `answer`, or plain text) is the message content with finish_reason
 "stop"; with no answer within the steps the content is a sentence saying so and finish_reason
 is "length". The calls the server ran come beside the message as the extension field
