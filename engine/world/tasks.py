@@ -5,8 +5,9 @@ A task is JSON: {id, domain, intent, split, instruction, world: {seed, setup}, s
 gold_actions, outputs}. `slots` holds what the instruction says as structured values (what
 the oracle reads); `world.setup` holds the scenario entities added to the seed's background
 world (state.world_for). Every entity value is drawn from the task's split (entities.py).
-Shop scenarios always list near misses (2 of style / colour / size match) next to the exact
-match, so picking an id means comparing attributes.
+Shop scenarios list near misses (2 of style / colour / size match) next to the exact match, so
+picking an id means comparing attributes; only an absent-product request (shop_absent) asks for a
+style the world does not stock, and its search finds nothing.
 """
 
 from __future__ import annotations
