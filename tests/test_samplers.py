@@ -247,7 +247,10 @@ def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, ro
         assert picked[masked].all() if schedule[round_index] >= int(masked.sum()) else not (picked & ~masked).any()
     else:
         assert not (picked & ~masked).any()
-    assert int(picked.sum()) >= min(1, int(masked.sum()))
+    # SDAR's rule commits nothing in a round scheduled for 0 tokens when none passes the threshold,
+    # as its code does; beyond its schedule it takes every mask left, so a block still ends
+    idle = sampler == "threshold_or_top_k_uncapped" and round_index < len(schedule) and schedule[round_index] == 0
+    assert int(picked.sum()) >= (0 if idle else min(1, int(masked.sum())))
 
 
 def test_sdars_rule_takes_decided_positions_when_k_exceeds_the_masks():
