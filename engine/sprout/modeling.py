@@ -101,14 +101,20 @@ class AttentionLayer(nn.Module):
               keep_features: bool = False) -> tuple[torch.Tensor, AttentionState]:
         """x (B, n, d) new clean tokens at `pos` (B, n); causal over the past + new tokens.
         (Its keys and values are all the BD training pass needs: keep_features changes nothing.)"""
-        B, n, _ = x.shape
-        q, k, v = (t.transpose(1, 2) for t in self._qkv(x, pos))             # (B, H, n, D)
+        o, state = self._clean_heads(*self._qkv(x, pos), past)
+        return self.out(o), state
+
+    def _clean_heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     past: AttentionState | None) -> tuple[torch.Tensor, AttentionState]:
+        """q, k, v (B, n, H, D) of new clean tokens -> heads' output (B, n, H*D) and the state."""
+        B, n = q.shape[:2]
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))                     # (B, H, n, D)
         if past is not None:
             k, v = torch.cat([past.keys, k], 2), torch.cat([past.values, v], 2)
         before = k.shape[2] - n
-        mask = torch.ones(n, before + n, dtype=torch.bool, device=x.device).tril(before)
+        mask = torch.ones(n, before + n, dtype=torch.bool, device=q.device).tril(before)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)         # (B, H, n, D)
-        return self.out(o.transpose(1, 2).reshape(B, n, -1)), AttentionState(k, v)
+        return o.transpose(1, 2).reshape(B, n, -1), AttentionState(k, v)
 
     def context(self, state: AttentionState, starts: torch.Tensor | None = None) -> AttentionContext:
         """Training (`starts` (B, NB)): each block sees the clean positions before its start.
@@ -120,17 +126,30 @@ class AttentionLayer(nn.Module):
 
     def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
         """x (B, NB, C, d) noisy blocks at `pos` (B, NB, C)."""
-        B, NB, C, _ = x.shape
-        q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in self._qkv(x, pos))
+        return self.out(self._noisy_heads(*self._qkv(x, pos), ctx))
+
+    def _noisy_heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
+        """q, k, v (B, NB, C, H, D) of noisy blocks -> heads' output (B, NB, C, H*D)."""
+        B, NB, C = q.shape[:3]
+        q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in (q, k, v))
         keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+NB*C, D)
         mask = None
         if ctx.allowed is not None:
             to_clean = ctx.allowed.repeat_interleave(C, dim=1)                      # (B, NB*C, T)
-            block_of = torch.arange(NB, device=x.device).repeat_interleave(C)
+            block_of = torch.arange(NB, device=q.device).repeat_interleave(C)
             to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)   # same block only
             mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                   # (B, 1, NB*C, T+NB*C)
         o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        return self.out(o.transpose(1, 2).reshape(B, NB, C, -1))
+        return o.transpose(1, 2).reshape(B, NB, C, -1)
+
+    def clean_then_noisy(self, x: torch.Tensor, pos: torch.Tensor, n: int,
+                         past: AttentionState | None) -> tuple[torch.Tensor, AttentionState]:
+        """`clean` on rows [:n] of x (B, n+C, d), then `noisy` on rows [n:] as one block right
+        after them, with one projection each way for both (the fused decoding pass)."""
+        q, k, v = self._qkv(x, pos)                                         # (B, n+C, H, D)
+        o_clean, state = self._clean_heads(q[:, :n], k[:, :n], v[:, :n], past)
+        o_noisy = self._noisy_heads(q[:, None, n:], k[:, None, n:], v[:, None, n:], self.context(state))
+        return self.out(torch.cat([o_clean, o_noisy[:, 0]], 1)), state
 
 
 class GatedDeltaLayer(nn.Module):
@@ -188,10 +207,15 @@ class GatedDeltaLayer(nn.Module):
         positions are not read (the recurrence has no position encoding).
         keep_features (the BD training pass): also keep what `context` needs to read the state
         before any position: chunk start states, V', the in-chunk decays and k."""
-        B, n, _ = x.shape
-        tail = past.tail if past is not None else self.empty_tail((B,), x)
+        tail = past.tail if past is not None else self.empty_tail((x.shape[0],), x)
+        o, state = self._clean_heads(*self._features(x, tail), tail, past, keep_features)
+        return self._output(o, x), state
+
+    def _clean_heads(self, mix, q, k, v, g, beta, tail: torch.Tensor, past: DeltaState | None,
+                     keep_features: bool = False) -> tuple[torch.Tensor, DeltaState]:
+        """The delta rule over n new clean tokens' features (B, n, ...) -> o (B, n, H, V) and the state."""
+        n = q.shape[1]
         state = past.state if past is not None else None
-        mix, q, k, v, g, beta = self._features(x, tail)
         features = None
         if keep_features:
             run = chunk_gated_delta_rule_with_intermediates(q, k, v, g, beta, initial_state=state,
@@ -205,7 +229,7 @@ class GatedDeltaLayer(nn.Module):
             o, new_state = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=GDN_CHUNK,
                                             use_triton=USE_TRITON)
         new_tail = torch.cat([tail, mix], dim=1)[:, -tail.shape[1]:]
-        return self._output(o, x), DeltaState(new_state, new_tail, features)
+        return o, DeltaState(new_state, new_tail, features)
 
     def context(self, state: DeltaState, starts: torch.Tensor | None = None) -> DeltaContext:
         """Training (`starts` (B, NB), from a keep_features pass): the state before each distinct
@@ -241,8 +265,13 @@ class GatedDeltaLayer(nn.Module):
     def noisy(self, x: torch.Tensor, pos: torch.Tensor, ctx: DeltaContext) -> torch.Tensor:
         """x (B, NB, C, d) noisy blocks (positions not read); ctx: the state before each block
         and the tail (B, NB, conv-1, ch)."""
-        B, NB, C, _ = x.shape
         _, q, k, v, _, _ = self._features(x, ctx.tail)             # (B, NB, C, H, K)
+        return self._output(self._noisy_heads(q, k, v, ctx), x)
+
+    def _noisy_heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: DeltaContext) -> torch.Tensor:
+        """Noisy blocks' features (B, NB, C, H, K) -> o (B, NB, C, H, V): a softmax over the block
+        and the history slot."""
+        B, NB, C = q.shape[:3]
         scale = self.d**-0.5
         history = scale * self._history(q, ctx)                      # read-out S_p^T q_i
         flat = lambda t: t.reshape(B * NB, C, self.h, -1).transpose(1, 2)       # noqa: E731 (B*NB, H, C, D)
@@ -250,8 +279,19 @@ class GatedDeltaLayer(nn.Module):
         hist_logit = (self.hist_bias + self.hist_lambda * math.log(C)).view(1, self.h, 1)
         o = block_softmax_with_history(flat(q_scaled), flat(k), flat(v), flat(history), hist_logit, scale=1.0,
                                        use_triton=USE_TRITON)
-        o = o.transpose(1, 2).reshape(B, NB, C, self.h, self.d)
-        return self._output(o, x)
+        return o.transpose(1, 2).reshape(B, NB, C, self.h, self.d)
+
+    def clean_then_noisy(self, x: torch.Tensor, pos: torch.Tensor, n: int,
+                         past: DeltaState | None) -> tuple[torch.Tensor, DeltaState]:
+        """`clean` on rows [:n] of x (B, n+C, d), then `noisy` on rows [n:] as one block right
+        after them. One conv runs over both: a noisy row's window then covers the clean rows'
+        projections before it, which is the tail the block would read from the new state."""
+        tail = past.tail if past is not None else self.empty_tail((x.shape[0],), x)
+        mix, q, k, v, g, beta = self._features(x, tail)             # (B, n+C, ...)
+        o_clean, state = self._clean_heads(mix[:, :n], q[:, :n], k[:, :n], v[:, :n], g[:, :n], beta[:, :n],
+                                           tail, past)
+        o_noisy = self._noisy_heads(q[:, None, n:], k[:, None, n:], v[:, None, n:], self.context(state))
+        return self._output(torch.cat([o_clean, o_noisy[:, 0]], 1), x), state
 
 
 def _chunk_of(starts: torch.Tensor, num_states: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -332,6 +372,14 @@ class SproutBlock(nn.Module):
         """x (B, NB, C, d) noisy blocks at `pos` (B, NB, C), reading the clean stream through `ctx`."""
         x = x + self.mixer.noisy(self.norm1(x), pos, ctx)
         return x + self.mlp(self.norm2(x))
+
+    def clean_then_noisy(self, x: torch.Tensor, pos: torch.Tensor, n: int,
+                         past: LayerState | None) -> tuple[torch.Tensor, LayerState]:
+        """`clean` on rows [:n] of x (B, n+C, d) and `noisy` on rows [n:] (one block right after
+        them) in one pass: the norms and the MLP are row-wise, so they run once over both."""
+        y, state = self.mixer.clean_then_noisy(self.norm1(x), pos, n, past)
+        x = x + y
+        return x + self.mlp(self.norm2(x)), state
 
 
 class SproutModel(PreTrainedModel):
@@ -429,6 +477,28 @@ class SproutModel(PreTrainedModel):
         if self.config.logit_shift:
             logits = shift_block_logits(cache.next_logits[:, None], logits)
         return logits[:, 0]
+
+    def commit_then_denoise(self, ids: torch.Tensor, block_ids: torch.Tensor,
+                            cache: SproutCache | None) -> tuple[SproutCache, torch.Tensor]:
+        """`commit(ids, cache)` and then `denoise(block_ids, <its cache>)` in one pass over the
+        n + C rows (ids (B, n), block_ids (B, C)) -> (the commit's cache, logits (B, C, V)).
+        Equal to the two calls up to float rounding; it saves a forward's fixed costs (a matmul
+        per weight instead of two, one walk over the layers), which on a CPU are most of a
+        16-token forward. The commit's own logits are not computed, only the last position's
+        (the cache's next_logits)."""
+        n = ids.shape[1]
+        B, C = block_ids.shape
+        start = cache.length if cache is not None else 0                   # None: `prefill(ids)` then denoise
+        pos = (start + torch.arange(n + C, device=ids.device)).expand(B, -1)
+        x, states = self.embed(torch.cat([ids, block_ids], 1)), []
+        for i, block in enumerate(self.blocks):
+            x, state = block.clean_then_noisy(x, pos, n, cache.layers[i] if cache is not None else None)
+            states.append(state)
+        last = self.logits(x[:, n - 1])                                     # (B, V)
+        logits = self.logits(x[:, None, n:])                                # (B, 1, C, V)
+        if self.config.logit_shift:
+            logits = shift_block_logits(last[:, None], logits)
+        return SproutCache(tuple(states), start + n).with_next_logits(last), logits[:, 0]
 
 
 def shift_block_logits(first: torch.Tensor, noisy: torch.Tensor) -> torch.Tensor:

@@ -56,14 +56,28 @@ class PromptCache:
         """The cache after `ids` (1, P), its `next_logits` the logits after the last token. Runs
         the model on the tokens after the longest kept prefix only, cut at each anchor (a
         position) on the way so the prefix up to it is kept too."""
+        cache, pieces = self.plan(ids, anchors)
+        for piece in pieces:
+            cache = self.run(model, ids, piece, cache)
+        return cache
+
+    def plan(self, ids: torch.Tensor, anchors: tuple[int, ...] = ()) -> tuple[SproutCache | None, list[slice]]:
+        """The longest kept prefix's cache (None: none) and the pieces of `ids` (1, P) left to run
+        after it, in order, cut at the anchors. `run` each, or run the last one yourself and
+        `keep` its cache (the Sprout-BD backend runs it together with the first denoise)."""
         key = tuple(ids[0].tolist())
         start, cache = self._longest_prefix(key)
-        if start == len(key):
-            return cache
-        for cut in [a for a in sorted(set(anchors)) if start < a < len(key)] + [len(key)]:
-            piece = ids[:, start:cut]
-            cache = model.prefill(piece)[0] if cache is None else model.commit(piece, cache)[0]
-            self.tokens_run += cut - start
-            self._keep(key[:cut], cache)
-            start = cut
-        return cache
+        cuts = [a for a in sorted(set(anchors)) if start < a < len(key)] + ([len(key)] if start < len(key) else [])
+        return cache, [slice(a, b) for a, b in zip([start, *cuts], cuts)]
+
+    def run(self, model, ids: torch.Tensor, piece: slice, cache: SproutCache | None) -> SproutCache:
+        """The cache after ids[:, :piece.stop], from `cache` (the one after ids[:, :piece.start]); kept."""
+        tokens = ids[:, piece]
+        after = model.prefill(tokens)[0] if cache is None else model.commit(tokens, cache)[0]
+        self.keep(ids, piece, after)
+        return after
+
+    def keep(self, ids: torch.Tensor, piece: slice, cache: SproutCache) -> None:
+        """Keep `cache`, the context after ids[:, :piece.stop], whose last piece just ran."""
+        self.tokens_run += piece.stop - piece.start
+        self._keep(tuple(ids[0, :piece.stop].tolist()), cache)
