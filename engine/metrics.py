@@ -76,12 +76,18 @@ class Ends:
 
 def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
     """Answer tokens decided by each frame, judged against the last frame's canvas (a position
-    that later falls after the answer's EOS, or is EOS fill, does not count). Sums to the answer
-    length when every position is committed once."""
+    that later falls after the answer's EOS, or is EOS fill, does not count). A position counts
+    in the frame that first decided it: a rule that rewrites decided tokens (SDAR's) changes a
+    token, not how many are decided, so the counts sum to the answer length."""
     if not frames:
         return []
-    answer = set(ends.answer_positions(frames[-1].canvas))
-    return [len({position for position, _t, _c in f.committed if position in answer}) for f in frames]
+    undecided = set(ends.answer_positions(frames[-1].canvas))
+    out = []
+    for f in frames:
+        decided = {position for position, _t, _c in f.committed if position in undecided}
+        undecided -= decided
+        out.append(len(decided))
+    return out
 
 
 def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:

@@ -44,6 +44,14 @@ def test_answer_commits_per_frame_sum_to_the_answer():
     assert [len(f.committed) for f in frames] == [2, 2, 2, 6]        # what the old plots counted
 
 
+def test_a_rewritten_token_counts_once_where_it_was_first_decided():
+    # SDAR's rule may commit a decided position again with another token (engine/samplers.py)
+    frames = [Frame(nfe=1, block=0, round=0, committed=[(0, 5, 0.9), (1, 6, 0.9)], canvas=[5, 6, MASK], elapsed_s=0.1),
+              Frame(nfe=2, block=0, round=1, committed=[(1, 7, 0.9), (2, 8, 0.9)], canvas=[5, 7, 8], elapsed_s=0.2)]
+    assert answer_commits(frames, ENDS) == [2, 1]
+    assert answer_progress(frames, ENDS)[-1] == numbers(frames, ENDS, "length").new_tokens == 3
+
+
 def test_pad_and_mask_are_never_answer_tokens():
     ends = Ends(frozenset({1}), 0, 9)
     assert ends.answer_positions([5, 0, 9, 6, 1, 7]) == [0, 3]
