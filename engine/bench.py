@@ -38,6 +38,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from math import comb
+from pathlib import Path
 from typing import Any
 
 from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
@@ -97,11 +98,13 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
 def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
                         config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
                         system: str | None = "auto", warmup: bool = True, scaffold: bool = False,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                        progress: Callable[[int, int], None] | None = None,
+                        on_episode: Callable[[str, int, Transcript], None] | None = None) -> dict[str, Any]:
     """Run every task `attempts` times on every backend, interleaved; the first name is A,
     the second (if any) the baseline B. With `scaffold`, every backend runs twice, as it is and
     scaffolded ("<name> (scaffold)": engine/scaffold/, jump-forward for AR), all in one
-    interleaved run; `median_ratio_scaffold` is then A scaffolded / B scaffolded."""
+    interleaved run; `median_ratio_scaffold` is then A scaffolded / B scaffolded. `on_episode`
+    gets (name, attempt, transcript) after each episode."""
     if not backends:
         raise ValueError("Give at least one backend to benchmark.")
     if not tasks or attempts < 1:
@@ -123,6 +126,8 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
                 transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
                                          max_steps=max_steps, system=system)
                 episodes[name].append((task["id"], transcript))
+                if on_episode is not None:
+                    on_episode(name, attempt, transcript)
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -134,6 +139,21 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     if scaffold:
         report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
     return report
+
+
+def episode_record(name: str, attempt: int, t: Transcript) -> dict[str, Any]:
+    """One episode as a JSON line of `--episodes`: what was asked, what the model did, the verdict."""
+    return {"model": name, "task_id": t.task_id, "attempt": attempt, "instruction": t.instruction,
+            "success": t.success, "error_type": t.error_type, "reason": t.reason,
+            "calls": [s.call if s.call is not None else {"error": s.error, "raw_text": s.raw_text} for s in t.steps],
+            "final_answer": t.final_answer, "seconds": t.seconds, "nfe": t.nfe, "new_tokens": t.new_tokens}
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write the file whole or not at all (a temporary file renamed over it)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    partial.replace(path)
 
 
 def _ratio(models: dict[str, dict[str, Any]], names: list[str]) -> float | None:
@@ -235,6 +255,9 @@ def _parser() -> argparse.ArgumentParser:
     task_set.add_argument("--validation", type=int, metavar="N",
                           help="N validation tasks (held-out values, none of the benchmark's) instead")
     agent.add_argument("--no-warmup", action="store_true")
+    agent.add_argument("--episodes", metavar="PATH",
+                       help="also write one JSON line per episode (model, task, attempt, success, error, "
+                            "the calls made, the final answer, seconds, forwards) to PATH")
     agent.add_argument("--scaffold", action="store_true",
                        help="run every model twice in one interleaved run: as it is, and scaffolded (engine/scaffold/; "
                             "an AR model with jump-forward)")
@@ -302,9 +325,13 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
         backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
             args.baseline, args.device)
     system = None if args.system == "none" else args.system
+    lines: list[str] = []
     report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
                                  system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
-                                 progress=progress_bar())
+                                 progress=progress_bar(),
+                                 on_episode=lambda *e: lines.append(json.dumps(episode_record(*e))))
+    if args.episodes:
+        write_lines(Path(args.episodes), lines)
     named = "" if args.task_set == "templates" else f"{args.task_set} "
     report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
                           else args.tasks_file or f"{named or 'held-out '}benchmark")

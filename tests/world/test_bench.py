@@ -78,3 +78,21 @@ def test_cli_validation_tasks_are_not_the_benchmark(capsys):
     assert benchmark and not benchmark & {t["id"] for t in validation_tasks(4)}
     assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--validation", "0"]) == 2
     assert "--validation must be at least 1" in capsys.readouterr().err
+
+
+def test_cli_writes_one_line_per_episode(capsys, tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    code = main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--baseline",
+                 "py:tests.world.scripted:babbling_ar", "--tasks", "2", "--attempts", "2", "--json",
+                 "--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none",
+                 "--episodes", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 8 and not list(tmp_path.glob("*.partial"))
+    by_model = {name: [r for r in rows if r["model"] == name] for name in json.loads(out)["models"]}
+    oracle, babble = by_model["py:tests.world.scripted:oracle_ar"], by_model["py:tests.world.scripted:babbling_ar"]
+    assert [r["success"] for r in oracle] == [True] * 4 and [r["attempt"] for r in oracle] == [0, 1, 0, 1]
+    assert oracle[0]["calls"][-1]["name"] == "finish" and oracle[0]["final_answer"]
+    assert {r["error_type"] for r in babble} == {"parse_error"} and "error" in babble[0]["calls"][0]
+    assert [r["task_id"] for r in oracle] == [t["id"] for t in load_heldout_tasks()[:2] for _ in range(2)]
