@@ -62,6 +62,9 @@ def test_an_answer_at_default_settings_shows_at_least_eight_states_over_a_second
         example = page.locator("#chat-examples button, #chat-examples [role=button], #chat-examples td").first
         expect(example).to_be_visible(timeout=20_000)
         example.click()                                   # an example prompt from the model's card
+        # the example reaches the textbox by a server round trip: on a busy machine a click on
+        # Send before it lands sends an empty message (a person reads the prompt first)
+        expect(page.locator("#prompt textarea")).not_to_have_value("", timeout=20_000)
         page.locator("#send").click()
         # only states the app drew (a panel with a mode), not Gradio's progress text or the empty note
         states, seconds = panel_states(page, "#live-panel [data-mode]", "finished")
