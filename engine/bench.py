@@ -3,6 +3,7 @@
     python -m engine.bench agent --model A [--baseline B] [--tasks 49] [--attempts 3] [--json]
     python -m engine.bench decode --model NAME [--reference]    (engine/bench_decode.py)
     python -m engine.bench fuzz --model NAME [--prompts 10000]  (engine/bench_scaffold.py)
+    python -m engine.bench fused --model models/sprout-bd       (engine/bench_fused.py)
 
 `agent` runs the fixed held-out tasks (engine/world/heldout_tasks.json): every attempt of a
 task uses its own seed, both models run in this one process, interleaved per task (their order
@@ -279,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         from engine.bench_scaffold import main as fuzz_main
 
         return fuzz_main(argv[1:])
+    if argv[:1] == ["fused"]:                                                  # its parser: engine/bench_fused.py
+        from engine.bench_fused import main as fused_main
+
+        return fused_main(argv[1:])
     if argv[:1] == ["api"]:                                                    # its own parser: engine/bench_api.py
         from engine.bench_api import main as api_main
 

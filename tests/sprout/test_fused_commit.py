@@ -68,3 +68,16 @@ def test_agent_replies_are_the_same_with_the_fused_pass(monkeypatch, scaffold):
     used = len(fused_calls)
     assert got and all(got) and got == _replies(reference, tasks, config)
     assert used > 0 and len(fused_calls) == used, "the fused backend fused; the reference never does"
+
+
+def test_the_fused_benchmark_reports_same_replies_and_times(capsys):
+    from engine.bench import main
+    from engine.bench_fused import run_fused
+
+    backend = SproutBackend(tiny_sprout(causal=False, seed=5), tiny_tokenizer())
+    report = run_fused(backend, load_heldout_tasks()[:2], attempts=2)
+    assert report["episodes"] == 4 and report["same_replies"] == 4
+    assert report["fused_s"] > 0 and report["two_pass_s"] > 0 and report["ratio"] > 0
+    assert backend.fuse_commit, "the backend is left fused"
+    assert main(["fused", "--model", "py:tests.world.scripted:oracle_ar"]) == 2
+    assert "has no fused pass" in capsys.readouterr().err
