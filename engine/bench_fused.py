@@ -27,18 +27,21 @@ def run_fused(backend: Any, tasks: list[dict[str, Any]], attempts: int = 2) -> d
     run_episode(backend, tasks[0], DEFAULT_CONFIG)                              # warm-up, not counted
     seconds = {True: 0.0, False: 0.0}
     same, ratios = 0, []
-    for attempt in range(attempts):
-        for task in tasks:
-            replies, took = {}, {}
-            for fused in ((True, False) if attempt % 2 == 0 else (False, True)):
-                backend.fuse_commit = fused
-                transcript = run_episode(backend, task, DEFAULT_CONFIG)
-                replies[fused] = [s.result.token_ids for s in transcript.steps if s.result is not None]
-                took[fused] = transcript.seconds
-                seconds[fused] += transcript.seconds
-            same += replies[True] == replies[False]
-            ratios.append(took[True] / took[False] if took[False] > 0 else 1.0)
-    backend.fuse_commit = True
+    kept = backend.fuse_commit
+    try:
+        for attempt in range(attempts):
+            for task in tasks:
+                replies, took = {}, {}
+                for fused in ((True, False) if attempt % 2 == 0 else (False, True)):
+                    backend.fuse_commit = fused
+                    transcript = run_episode(backend, task, DEFAULT_CONFIG)
+                    replies[fused] = [s.result.token_ids for s in transcript.steps if s.result is not None]
+                    took[fused] = transcript.seconds
+                    seconds[fused] += transcript.seconds
+                same += replies[True] == replies[False]
+                ratios.append(took[True] / took[False] if took[False] > 0 else 1.0)
+    finally:
+        backend.fuse_commit = kept                                              # the backend as it was given
     return {"model": getattr(backend, "name", "?"), "episodes": len(ratios), "same_replies": same,
             "fused_s": seconds[True], "two_pass_s": seconds[False],
             "ratio": seconds[True] / seconds[False] if seconds[False] > 0 else 1.0,

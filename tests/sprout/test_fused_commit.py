@@ -78,6 +78,6 @@ def test_the_fused_benchmark_reports_same_replies_and_times(capsys):
     report = run_fused(backend, load_heldout_tasks()[:2], attempts=2)
     assert report["episodes"] == 4 and report["same_replies"] == 4
     assert report["fused_s"] > 0 and report["two_pass_s"] > 0 and report["ratio"] > 0
-    assert backend.fuse_commit, "the backend is left fused"
+    assert backend.fuse_commit, "the backend is left as it was given"
     assert main(["fused", "--model", "py:tests.world.scripted:oracle_ar"]) == 2
     assert "has no fused pass" in capsys.readouterr().err
