@@ -186,26 +186,35 @@ class BDBatch:
 
 def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], noise: tuple[float, float],
              gen: torch.Generator, complementary: bool = False, focus_weight: float = 1.0,
-             decision_weight: float = 1.0) -> BDBatch:
+             decision_weight: float = 1.0, shifted_share: float = 0.0) -> BDBatch:
     """Noisy blocks over each assistant turn, masked with a per-block t ~ U[noise].
     complementary: append each block's twin masked where the first is not (blocks j and
     j + NB/2 of a row are a pair); the loss is then the plain mean over all block tokens, since
-    1/t would explode on the lightly masked twin and every token already counts once."""
+    1/t would explode on the lightly masked twin and every token already counts once.
+    shifted_share: that share of the turns get blocks at another phase: the first block starts
+    `lead` in [1, C) tokens before the turn, those context tokens sit in it unmasked and untaught,
+    and every later block is shifted with it, so a block may start anywhere in a reply (what a
+    decoder whose block starts at its cursor asks of the model, engine/scaffold/diffusion.py)."""
     C, eos, mask = block_size, ids["eos"], ids["mask"]
     clean = pad_ids(examples, ids["pad"])
     per_row = []
     for ex in examples:
         blocks = []
         for span_start, span_end in ex.spans:
-            span = ex.ids[span_start:span_end]
+            lead = 0
+            if shifted_share and float(torch.rand((), generator=gen)) < shifted_share:
+                lead = min(int(torch.randint(1, C, (), generator=gen)), span_start)
+            first = span_start - lead
+            span = ex.ids[first:span_end]
             span = span + [eos] * (-len(span) % C)                   # fill the last block with eos
-            blocks += [(span_start + j, span[j:j + C]) for j in range(0, len(span), C)]
+            blocks += [(first + j, span[j:j + C], lead if j == 0 else 0) for j in range(0, len(span), C)]
         per_row.append(blocks)
     NB = max(1, max(len(b) for b in per_row))
     B = len(examples)
     # one tensor per field from padded nested lists (a tensor per block costs ~5x more)
-    truth = torch.tensor([[toks for _, toks in blocks] + [[eos] * C] * (NB - len(blocks)) for blocks in per_row])
-    starts = torch.tensor([[start for start, _ in blocks] + [0] * (NB - len(blocks)) for blocks in per_row])
+    truth = torch.tensor([[toks for _, toks, _ in blocks] + [[eos] * C] * (NB - len(blocks)) for blocks in per_row])
+    starts = torch.tensor([[start for start, _, _ in blocks] + [0] * (NB - len(blocks)) for blocks in per_row])
+    leads = torch.tensor([[lead for _, _, lead in blocks] + [0] * (NB - len(blocks)) for blocks in per_row])
     real = torch.tensor([[True] * len(blocks) + [False] * (NB - len(blocks)) for blocks in per_row])
     lo, hi = noise
     t = lo + (hi - lo) * torch.rand(B, NB, 1, generator=gen)              # per-block noise level
@@ -215,9 +224,9 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
     pick = torch.randint(0, C, (B, NB), generator=gen)
     masked[none, pick[none]] = True
     weights = (1.0 / t).expand(B, NB, C).clone()                          # written per row below
-    n_tokens = int(real.sum().item()) * C          # a pair predicts each of these once
+    n_tokens = int(real.sum().item()) * C - int(leads.sum())   # a pair predicts each of these once
     if complementary:
-        truth, starts, real = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2)
+        truth, starts, real, leads = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2), leads.repeat(1, 2)
         masked = torch.cat([masked, ~masked], dim=1)
         weights = torch.ones(B, 2 * NB, C)
     pos = starts[..., None] + torch.arange(C)                               # (B, NB', C) token positions
@@ -225,7 +234,7 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
         for positions, weight in weighted_tokens(ex, focus_weight, decision_weight):
             marked = torch.isin(pos[b], torch.tensor(positions)) & real[b, :, None]    # (NB', C)
             weights[b] = torch.where(marked, weights[b] * weight, weights[b])
-    masked &= real[..., None]
+    masked &= real[..., None] & (torch.arange(C) >= leads[..., None])     # a block's context head stays clean
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))
     return BDBatch(clean, noisy, starts, targets, weights, n_tokens)

@@ -124,7 +124,8 @@ def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
             gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
-            focus_weight: float = 1.0, decision_weight: float = 1.0, on_blocks=None) -> tuple[torch.Tensor, int]:
+            focus_weight: float = 1.0, decision_weight: float = 1.0, on_blocks=None,
+            shifted_share: float = 0.0) -> tuple[torch.Tensor, int]:
     """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
     loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
     adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
@@ -133,7 +134,7 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
     cfg = model.config
     blocks = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
-                      decision_weight)                                                             # on the CPU
+                      decision_weight, shifted_share)                                                             # on the CPU
     blocks = dataclasses.replace(blocks, **{name: getattr(blocks, name).to(model.device)
                                             for name in ("clean", "noisy", "starts", "targets", "weights")})
     if on_blocks is not None:
@@ -210,6 +211,9 @@ def parser() -> argparse.ArgumentParser:
                    help="BD: weight of the clean stream's next-token loss (0 = diffusion loss only)")
     cli.add_argument("--logit-shift", action=argparse.BooleanOptionalAction, default=True,
                    help="BD: read token i from position i-1, as the AR weights do (default on)")
+    cli.add_argument("--shifted-blocks", type=float, default=0.0,
+                   help="BD: share of the replies whose blocks start at a random phase (data.bd_batch); the "
+                        "saved config then says `sliding_blocks` (decoders may start a block anywhere)")
     cli.add_argument("--focus-weight", type=float, default=1.0,
                    help="loss weight of a product id copied into a call (data.FOCUS: the row choice)")
     cli.add_argument("--decision-weight", type=float, default=1.0,
@@ -306,9 +310,11 @@ class TrainingRun:
             model.config.noise_low, model.config.noise_high = args.noise or (SproutConfig.noise_low,
                                                                              SproutConfig.noise_high)
             model.config.logit_shift = args.logit_shift
+            if args.shifted_blocks:
+                model.config.sliding_blocks = True
             self.recipe.update(noise=[model.config.noise_low, model.config.noise_high],
                                logit_shift=args.logit_shift, complementary=args.complementary,
-                               ar_weight=args.ar_weight)
+                               ar_weight=args.ar_weight, shifted_blocks=args.shifted_blocks)
         use_readout = args.row_colour_weight or args.row_match_weight
         self.readout = ShopReadout(model).to(device) if use_readout else None
         groups = param_groups(model, weight_decay=0.1)
@@ -376,7 +382,8 @@ class TrainingRun:
                 block = sizes[int(torch.randint(len(sizes), (1,), generator=self.gen))]
                 loss, targets = loss_bd(self.model, batch, self.ids, block, self.gen, args.complementary,
                                         args.ar_weight, args.focus_weight, args.decision_weight,
-                                        on_blocks=readout.see_blocks if readout is not None else None)
+                                        on_blocks=readout.see_blocks if readout is not None else None,
+                                        shifted_share=args.shifted_blocks)
             colour = readout.loss(batch) if args.row_colour_weight else None
             match = readout.match_loss(batch) if args.row_match_weight else None
         return loss, targets, colour, match

@@ -140,6 +140,12 @@ class SproutBackend(_SproutText):
         if prompt is not None:
             self.prompt_cache.keep(*prompt, self._cache)
 
+    @property
+    def slides_blocks(self) -> bool:
+        """Whether a block may start at any position (the scaffolded decoder then starts each one
+        at its cursor): only for weights trained with blocks at every phase (`sliding_blocks`)."""
+        return bool(self.model.config.sliding_blocks)
+
     def block_start_logits(self) -> torch.Tensor | None:
         """(1, V): what the next denoise gives its block's first position, known before it runs
         when the model shifts logits (that position reads the clean context's last output, which

@@ -19,6 +19,16 @@ the text it forces, ends the answer or fills the block, it is made from those lo
 block costs no forward; otherwise the block's first denoise makes it from the same logits, so
 the decisions are those of the plain loop either way.
 
+A backend whose blocks may start anywhere (`slides_blocks`: Sprout-BD weights trained with
+blocks at every phase of a reply) gets sliding blocks instead of the grid: each forward
+denoises block_size positions from the cursor, the text decided since the last forward
+committed in the same pass (`_sliding`). On the grid a confident walk ends at the block's
+line and the scaffold's fixed text fills part of each block; a window at the cursor always
+holds block_size positions still to decide or prefilled. Weights trained on the grid alone
+must not slide: their noisy blocks always began at a reply's 16-token grid line, and measured
+on the shipped grid-trained Sprout-BD, sliding gave 3.9 forwards per call instead of 2.7 and
+35 / 49 validation tasks instead of 49.
+
 Why left to right and cut at the terminator, not a slot of fixed width with a filler: Sprout
 never saw gaps or fillers in training. A value of unknown length has no place for the text
 after it until the model closes it (its `","` or `"}}` token), so that text is placed as soon
@@ -202,7 +212,7 @@ def block_start_logits(backend) -> torch.Tensor | None:
 def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
     """Frames of one scaffolded diffusion generation (one per forward); returns the Result, its
     `schema_error` saying why the answer does not follow the target, if it does not."""
-    from engine.generate import block_slices, summarize  # the generation loop's own helpers
+    from engine.generate import block_slices  # the generation loop's own helper
 
     if config.sub_block_size or config.greedy_first_token:
         raise ConfigError("Scaffolded decoding writes left to right from the first masked position: turn sub-blocks "
@@ -216,6 +226,9 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
     canvas = torch.full((1, blocks[-1].stop), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
     writer = Writer(canvas, target, pieces, backend.mask_id, config.gen_length)
     writer.place_forced()
+    if getattr(backend, "slides_blocks", False) and not config.aligned_blocks:
+        frames = yield from _sliding(backend, canvas, writer, config, generator, clock)
+        return _finish(backend, frames, writer, clock, config)
     frames: list[Frame] = []
     b, _ = _leave_blocks(backend, canvas, blocks, 0, writer, None)            # the prefix may fill whole blocks
     round_index = 0
@@ -240,6 +253,51 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
         frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
                             elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
         yield frames[-1]
+    return _finish(backend, frames, writer, clock, config)
+
+
+def _finish(backend, frames: list[Frame], writer: Writer, clock: ModelClock, config: GenerationConfig) -> Result:
+    from engine.generate import summarize
+
     result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length", config.gen_length)
     result.schema_error = writer.problem()
     return result
+
+
+def _sliding(backend, canvas: torch.Tensor, writer: Writer, config: GenerationConfig, generator: torch.Generator,
+             clock: ModelClock) -> Generator[Frame, None, list[Frame]]:
+    """The loop for a backend whose blocks may start anywhere (`slides_blocks`): every forward
+    denoises the block_size positions from the cursor, the text decided since the last one
+    committed to the cache in the same pass. A fixed grid of blocks ends a forward's walk at the
+    grid line however confident the model is past it, and the scaffold's fixed text fills a
+    good part of each block; a window that starts at the cursor always holds block_size
+    undecided or prefilled positions."""
+    size = config.block_size
+    frames: list[Frame] = []
+    cached = 0                                                                 # canvas positions in the cache
+    round_index, last_block = 0, -1
+    while not writer.over:
+        with torch.inference_mode():
+            if writer.cursor > cached:
+                backend.commit(canvas, slice(cached, writer.cursor))           # runs inside the next denoise
+                cached = writer.cursor
+            window = slice(cached, min(cached + size, canvas.shape[1]))
+            logits = backend.denoise(canvas, window)                           # (1, W, V)
+            width = window.stop - window.start
+            if logits.ndim != 3 or logits.shape[:2] != (1, width):
+                raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
+                                   f"of {width}; expected (1, {width}, vocab).")
+            committed = writer.walk(_no_mask(logits[0], backend.mask_id), window, config, generator)
+        block = window.start // size                                           # the grid block it starts in, for the view
+        round_index = round_index + 1 if block == last_block else 0
+        last_block = block
+        frame = Frame(nfe=len(frames) + 1, block=block, round=round_index, committed=committed,
+                      canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
+        frames.append(frame)
+        with clock.paused():
+            yield frame
+    if not frames:                                                             # the schema left nothing to decide
+        frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
+                            elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
+        yield frames[-1]
+    return frames

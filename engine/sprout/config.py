@@ -27,6 +27,9 @@ class SproutConfig(PreTrainedConfig):
     # position), as Dream and Fast-dLLM v2 do, so AR weights fit the diffusion objective at once
     logit_shift: bool = False
     block_sizes: list[int] | tuple[int, ...] = (4, 8, 16)   # drawn per batch in BD training
+    # BD trained with blocks at every phase of a reply (training.data.bd_batch shifted_share), so
+    # a decoder may start a block at any position; else blocks follow the reply's grid
+    sliding_blocks: bool = False
     noise_low: float = 0.5                # per-block t ~ U[noise_low, noise_high]; the high end must be 1
     noise_high: float = 1.0               # (decoding starts from an all-mask block); see data.bd_batch
     mask_token_id: int | None = None

@@ -245,3 +245,52 @@ def test_token_weights_scale_the_elbo_weight_without_pairs():
         want = torch.where(torch.isin(positions[b], torch.tensor(ex.decisions)), 2.0,
                            torch.where(torch.isin(positions[b], torch.tensor(ex.focus)), 3.0, 1.0))
         torch.testing.assert_close((weighted.weights[b] / plain.weights[b])[real], want[real])
+
+
+def test_shifted_blocks_start_anywhere_keep_their_context_head_clean_and_teach_every_turn_token_once():
+    """shifted_share 1: every turn's blocks start 1..C-1 tokens before it; those context tokens
+    are in the block as they are (never masked, never a target), and the complementary pair
+    still makes each turn token a target exactly once."""
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    exs = encode_texts(list(corpus_texts()[:6]), tok)
+    C = 8
+    pair = bd_batch(exs, C, ids, (0.5, 1.0), torch.Generator().manual_seed(0), complementary=True, shifted_share=1.0)
+    NB = pair.noisy.shape[1] // 2
+    phases = set()
+    for b, ex in enumerate(exs):
+        turn = {t for s, e in ex.spans for t in range(s, e)}
+        taught = {}
+        for j in range(NB):
+            start = int(pair.starts[b, j])
+            for k in range(C):
+                position = start + k
+                for twin in (j, j + NB):
+                    target = int(pair.targets[b, twin, k])
+                    if target == -100:
+                        continue
+                    # a turn token, or the eos that fills a turn's last block
+                    assert target == (ex.ids[position] if position in turn else ids["eos"])
+                    if position in turn:
+                        taught[position] = taught.get(position, 0) + 1
+                    else:
+                        assert any(e <= position < e + C for _s, e in ex.spans)
+        assert set(taught) == turn and all(n == 1 for n in taught.values())
+        for s, _e in ex.spans:
+            first = next(int(pair.starts[b, j]) for j in range(NB) if pair.starts[b, j] <= s < pair.starts[b, j] + C)
+            assert 0 < s - first < C
+            assert all(int(pair.noisy[b, j, k]) == ex.ids[first + k] for j in range(2 * NB)
+                       if int(pair.starts[b, j]) == first for k in range(s - first))
+            phases.add(s - first)
+    assert len(phases) > 2                                                     # the phase is drawn, not fixed
+
+
+def test_no_shifted_share_draws_nothing_more():
+    """shifted_share 0 leaves the batch exactly as before (the same generator draws)."""
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    exs = encode_texts(list(corpus_texts()[:6]), tok)
+    plain = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(3))
+    zero = bd_batch(exs, 8, ids, (0.5, 1.0), torch.Generator().manual_seed(3), shifted_share=0.0)
+    assert torch.equal(plain.noisy, zero.noisy) and torch.equal(plain.starts, zero.starts)
+    assert plain.n_tokens == zero.n_tokens
