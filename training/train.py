@@ -134,7 +134,7 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
     blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
     cfg = model.config
     blocks = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
-                      decision_weight, shifted_share)                                                             # on the CPU
+                      decision_weight, shifted_share)                                               # on the CPU
     blocks = dataclasses.replace(blocks, **{name: getattr(blocks, name).to(model.device)
                                             for name in ("clean", "noisy", "starts", "targets", "weights")})
     if on_blocks is not None:

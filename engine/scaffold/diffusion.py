@@ -288,7 +288,7 @@ def _sliding(backend, canvas: torch.Tensor, writer: Writer, config: GenerationCo
                 raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
                                    f"of {width}; expected (1, {width}, vocab).")
             committed = writer.walk(_no_mask(logits[0], backend.mask_id), window, config, generator)
-        block = window.start // size                                           # the grid block it starts in, for the view
+        block = window.start // size                           # the grid block it starts in, for the view
         round_index = round_index + 1 if block == last_block else 0
         last_block = block
         frame = Frame(nfe=len(frames) + 1, block=block, round=round_index, committed=committed,
