@@ -212,7 +212,7 @@ def block_start_logits(backend) -> torch.Tensor | None:
 def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
     """Frames of one scaffolded diffusion generation (one per forward); returns the Result, its
     `schema_error` saying why the answer does not follow the target, if it does not."""
-    from engine.generate import block_slices  # the generation loop's own helper
+    from engine.generate import block_slices, summarize  # the generation loop's own helpers
 
     if config.sub_block_size or config.greedy_first_token:
         raise ConfigError("Scaffolded decoding writes left to right from the first masked position: turn sub-blocks "
@@ -226,42 +226,46 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) ->
     canvas = torch.full((1, blocks[-1].stop), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
     writer = Writer(canvas, target, pieces, backend.mask_id, config.gen_length)
     writer.place_forced()
-    if getattr(backend, "slides_blocks", False) and not config.aligned_blocks:
-        frames = yield from _sliding(backend, canvas, writer, config, generator, clock)
-        return _finish(backend, frames, writer, clock, config)
-    frames: list[Frame] = []
-    b, _ = _leave_blocks(backend, canvas, blocks, 0, writer, None)            # the prefix may fill whole blocks
-    round_index = 0
-    while not writer.over:
-        block = blocks[b]
-        with torch.inference_mode():
-            logits = backend.denoise(canvas, block)                             # (1, B, V)
-            width = block.stop - block.start
-            if logits.ndim != 3 or logits.shape[:2] != (1, width):
-                raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
-                                   f"of {width}; expected (1, {width}, vocab).")
-            committed = writer.walk(_no_mask(logits[0], backend.mask_id), block, config, generator)
-        reached, first = _leave_blocks(backend, canvas, blocks, b, writer, (config, generator))
-        frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed + first,
-                      canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
-        frames.append(frame)
-        with clock.paused():
-            yield frame
-        round_index = round_index + 1 if reached == b else 0
-        b = reached
+    slides = getattr(backend, "slides_blocks", False) and not config.aligned_blocks
+    loop = _sliding(backend, canvas, writer, config, generator, clock) if slides else \
+        _on_grid(backend, canvas, blocks, writer, config, generator, clock)
+    frames = yield from loop
     if not frames:                                                             # the schema left nothing to decide
         frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
                             elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
         yield frames[-1]
-    return _finish(backend, frames, writer, clock, config)
-
-
-def _finish(backend, frames: list[Frame], writer: Writer, clock: ModelClock, config: GenerationConfig) -> Result:
-    from engine.generate import summarize
-
     result = summarize(backend, frames, clock.wall(), "eos" if writer.ended else "length", config.gen_length)
     result.schema_error = writer.problem()
     return result
+
+
+def _denoise(backend, canvas: torch.Tensor, block: slice) -> torch.Tensor:
+    """The backend's logits (W, V) for the block's positions, the mask token out of reach."""
+    logits = backend.denoise(canvas, block)                                    # (1, W, V)
+    width = block.stop - block.start
+    if logits.ndim != 3 or logits.shape[:2] != (1, width):
+        raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
+                           f"of {width}; expected (1, {width}, vocab).")
+    return _no_mask(logits[0], backend.mask_id)
+
+
+def _on_grid(backend, canvas: torch.Tensor, blocks: list[slice], writer: Writer, config: GenerationConfig,
+             generator: torch.Generator, clock: ModelClock) -> Generator[Frame, None, list[Frame]]:
+    """The loop over the fixed blocks: each forward denoises the block the cursor is in."""
+    frames: list[Frame] = []
+    b, _ = _leave_blocks(backend, canvas, blocks, 0, writer, None)            # the prefix may fill whole blocks
+    round_index = 0
+    while not writer.over:
+        with torch.inference_mode():
+            committed = writer.walk(_denoise(backend, canvas, blocks[b]), blocks[b], config, generator)
+        reached, first = _leave_blocks(backend, canvas, blocks, b, writer, (config, generator))
+        frames.append(Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed + first,
+                            canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
+        with clock.paused():
+            yield frames[-1]
+        round_index = round_index + 1 if reached == b else 0
+        b = reached
+    return frames
 
 
 def _sliding(backend, canvas: torch.Tensor, writer: Writer, config: GenerationConfig, generator: torch.Generator,
@@ -282,22 +286,12 @@ def _sliding(backend, canvas: torch.Tensor, writer: Writer, config: GenerationCo
                 backend.commit(canvas, slice(cached, writer.cursor))           # runs inside the next denoise
                 cached = writer.cursor
             window = slice(cached, min(cached + size, canvas.shape[1]))
-            logits = backend.denoise(canvas, window)                           # (1, W, V)
-            width = window.stop - window.start
-            if logits.ndim != 3 or logits.shape[:2] != (1, width):
-                raise BackendError(f"{backend.name} returned logits of shape {tuple(logits.shape)} for a block "
-                                   f"of {width}; expected (1, {width}, vocab).")
-            committed = writer.walk(_no_mask(logits[0], backend.mask_id), window, config, generator)
+            committed = writer.walk(_denoise(backend, canvas, window), window, config, generator)
         block = window.start // size                           # the grid block it starts in, for the view
         round_index = round_index + 1 if block == last_block else 0
         last_block = block
-        frame = Frame(nfe=len(frames) + 1, block=block, round=round_index, committed=committed,
-                      canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled))
-        frames.append(frame)
+        frames.append(Frame(nfe=len(frames) + 1, block=block, round=round_index, committed=committed,
+                            canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
         with clock.paused():
-            yield frame
-    if not frames:                                                             # the schema left nothing to decide
-        frames.append(Frame(nfe=0, block=0, round=0, committed=[], canvas=canvas[0].tolist(),
-                            elapsed_s=clock.elapsed(), prefilled=sorted(writer.prefilled)))
-        yield frames[-1]
+            yield frames[-1]
     return frames
