@@ -139,6 +139,18 @@ def test_noise_writes_valid_json_for_random_schemas(schema, seed):
         check(decode(backend, schema, seed), schema, backend.mask_id)
 
 
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schema=SCHEMAS, seed=st.integers(0, 10**6))
+def test_sliding_blocks_write_valid_json_for_random_schemas(schema, seed):
+    """The same with blocks that start at the cursor (`slides_blocks`), and no forward is spent
+    without a decision (a schema's opening text may fill the first window)."""
+    backend = RandomLogits("diffusion", seed=seed)
+    backend.slides_blocks = True
+    result = decode(backend, schema, seed)
+    check(result, schema, backend.mask_id)
+    assert all(frame.committed for frame in result.frames if frame.nfe)
+
+
 def test_the_strategy_reaches_every_part_of_the_vocabulary():
     """The generated schemas do hold patterns, enums, arrays, nested objects and optional keys."""
     from hypothesis import Phase, find

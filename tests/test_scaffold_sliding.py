@@ -5,6 +5,8 @@ when the grid's lines would have cut a confident walk short."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -72,17 +74,19 @@ def test_sliding_blocks_decide_the_same_answer_in_fewer_forwards(layout):
 
 def test_each_window_starts_where_the_committed_text_ends(layout):
     """The cache always holds exactly the canvas before the window: commits are contiguous from
-    position 0 and every window starts at the last commit's end, which is the cursor."""
+    position 0 and every window starts at the last commit's end, which is the cursor. The first
+    window starts at 0 with the scaffold's opening text prefilled in it, as on the grid."""
     reader = Reader(layout, slides=True)
     result = run(reader, reader.encode_chat([{"role": "user", "content": "hi"}]), CONFIG)
     ends = [0]
     for start, stop in reader.commits:
         assert start == ends[-1] and stop > start
         ends.append(stop)
-    # the scaffold's opening text is committed before the first window; the last window's
-    # decisions end the answer and are never committed
-    assert [start for start, _ in reader.windows] == ends[1:] and len(reader.commits) == len(reader.windows)
-    for frame, (start, _stop) in zip(result.frames, reader.windows):
+    # the last window's decisions end the answer and are never committed
+    assert [start for start, _ in reader.windows] == ends and len(reader.commits) == len(reader.windows) - 1
+    first = result.frames[0]
+    assert first.prefilled[:4] == [0, 1, 2, 3]                                 # `<tool_call>{"name":"`
+    for frame, (start, _stop) in zip(result.frames[1:], reader.windows[1:]):
         decided = [p for p, _t, _c in frame.committed]
         assert decided and decided[0] == start                                 # the cursor: nothing skipped
     assert all(stop - start == 16 or stop == len(result.frames[-1].canvas) for start, stop in reader.windows)
@@ -103,3 +107,18 @@ def test_a_sprout_twin_slides_only_when_its_weights_were_trained_to():
             assert not isinstance(parse_call(result.text), ParseError), result.text
     finally:
         backend.model.config.sliding_blocks = False
+
+
+def test_an_opening_text_longer_than_a_window_costs_no_empty_forward():
+    """A schema whose fixed opening fills the first window: it is committed first, and every
+    forward decides something."""
+    key = "the_quantity_of_blue_jackets_in_size_medium"
+    schema = {"type": "object", "properties": {key: {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": [key]}
+    backend = RandomLogits("diffusion", seed=1)
+    backend.slides_blocks = True
+    result = run(backend, backend.encode_chat([{"role": "user", "content": "hi"}]),
+                 CONFIG.replace(scaffold=False, schema=schema))
+    assert result.schema_error == "" and list(json.loads(result.text)) == [key]
+    assert len(result.frames[0].prefilled) > CONFIG.block_size
+    assert all(frame.committed for frame in result.frames)

@@ -282,7 +282,10 @@ def _sliding(backend, canvas: torch.Tensor, writer: Writer, config: GenerationCo
     round_index, last_block = 0, -1
     while not writer.over:
         with torch.inference_mode():
-            if writer.cursor > cached:
+            # the first window starts at 0, the scaffold's opening text prefilled in it as on the
+            # grid, unless that text fills it: its denoise then also runs the prompt's last piece
+            # (a commit before it could not)
+            if writer.cursor > cached and (frames or writer.cursor >= size):
                 backend.commit(canvas, slice(cached, writer.cursor))           # runs inside the next denoise
                 cached = writer.cursor
             window = slice(cached, min(cached + size, canvas.shape[1]))
