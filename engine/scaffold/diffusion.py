@@ -25,9 +25,8 @@ denoises block_size positions from the cursor, the text decided since the last f
 committed in the same pass (`_sliding`). On the grid a confident walk ends at the block's
 line and the scaffold's fixed text fills part of each block; a window at the cursor always
 holds block_size positions still to decide or prefilled. Weights trained on the grid alone
-must not slide: their noisy blocks always began at a reply's 16-token grid line, and measured
-on the shipped grid-trained Sprout-BD, sliding gave 3.9 forwards per call instead of 2.7 and
-35 / 49 validation tasks instead of 49.
+must not slide: their noisy blocks always began on a reply's grid line, and a block that starts
+elsewhere is out of what they learned (measured in models/README.md, session 13).
 
 Why left to right and cut at the terminator, not a slot of fixed width with a filler: Sprout
 never saw gaps or fillers in training. A value of unknown length has no place for the text
