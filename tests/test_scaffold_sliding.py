@@ -92,21 +92,25 @@ def test_each_window_starts_where_the_committed_text_ends(layout):
     assert all(stop - start == 16 or stop == len(result.frames[-1].canvas) for start, stop in reader.windows)
 
 
-def test_a_sprout_twin_slides_only_when_its_weights_were_trained_to():
+def test_a_sprout_twin_slides_only_when_its_weights_were_trained_to(monkeypatch):
+    """A tiny random Sprout-BD denoises grid blocks, and windows off the grid once its config
+    says `sliding_blocks`; its scaffolded calls parse either way."""
     backend = sprout_twins()[0]
-    assert backend.slides_blocks is False
-    backend.model.config.sliding_blocks = True
-    try:
-        assert backend.slides_blocks is True
+    starts: list[int] = []
+    denoise = backend.denoise
+    monkeypatch.setattr(backend, "denoise", lambda canvas, block: starts.append(block.start) or denoise(canvas, block))
+    for sliding in (False, True):
+        backend.model.config.sliding_blocks = sliding
+        assert backend.slides_blocks is sliding
+        starts.clear()
         rng = torch.Generator().manual_seed(4)
         for _ in range(3):
-            ids = backend.encode_chat(fuzzed_prompt(rng))
-            result = run(backend, ids, CONFIG.replace(gen_length=96))
+            result = run(backend, backend.encode_chat(fuzzed_prompt(rng)), CONFIG)
             check_frames(result.frames, backend.mask_id)
             assert result.schema_error == ""
             assert not isinstance(parse_call(result.text), ParseError), result.text
-    finally:
-        backend.model.config.sliding_blocks = False
+        assert any(start % CONFIG.block_size for start in starts) is sliding
+    backend.model.config.sliding_blocks = False
 
 
 def test_an_opening_text_longer_than_a_window_costs_no_empty_forward():

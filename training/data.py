@@ -218,15 +218,17 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
     real = torch.tensor([[True] * len(blocks) + [False] * (NB - len(blocks)) for blocks in per_row])
     lo, hi = noise
     t = lo + (hi - lo) * torch.rand(B, NB, 1, generator=gen)              # per-block noise level
-    masked = torch.rand(B, NB, C, generator=gen) < t
-    # at least one masked token per block, else the block teaches nothing
+    head = torch.arange(C) < leads[..., None]                              # (B, NB, C) a block's context head
+    masked = (torch.rand(B, NB, C, generator=gen) < t) & ~head
+    # at least one masked token per block, else the block teaches nothing; never in the head
+    # (without shifted blocks the head is empty and the picks are those of a plain randint)
     none = ~masked.any(-1)
-    pick = torch.randint(0, C, (B, NB), generator=gen)
+    pick = leads + torch.randint(0, C, (B, NB), generator=gen) % (C - leads)
     masked[none, pick[none]] = True
     weights = (1.0 / t).expand(B, NB, C).clone()                          # written per row below
     n_tokens = int(real.sum().item()) * C - int(leads.sum())   # a pair predicts each of these once
     if complementary:
-        truth, starts, real, leads = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2), leads.repeat(1, 2)
+        truth, starts, real, head = truth.repeat(1, 2, 1), starts.repeat(1, 2), real.repeat(1, 2), head.repeat(1, 2, 1)
         masked = torch.cat([masked, ~masked], dim=1)
         weights = torch.ones(B, 2 * NB, C)
     pos = starts[..., None] + torch.arange(C)                               # (B, NB', C) token positions
@@ -234,7 +236,7 @@ def bd_batch(examples: list[Example], block_size: int, ids: dict[str, int], nois
         for positions, weight in weighted_tokens(ex, focus_weight, decision_weight):
             marked = torch.isin(pos[b], torch.tensor(positions)) & real[b, :, None]    # (NB', C)
             weights[b] = torch.where(marked, weights[b] * weight, weights[b])
-    masked &= real[..., None] & (torch.arange(C) >= leads[..., None])     # a block's context head stays clean
+    masked &= real[..., None] & ~head                                       # a block's context head stays clean
     noisy = torch.where(masked, torch.full_like(truth, mask), truth)
     targets = torch.where(masked, truth, torch.full_like(truth, -100))
     return BDBatch(clean, noisy, starts, targets, weights, n_tokens)
