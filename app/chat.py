@@ -375,9 +375,12 @@ def build(ctx: AppContext) -> dict[str, Any]:
     regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
                     **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
+    # every click steps one version, also a second click before the first one's update is back
+    # (Gradio's default drops a click while the button's last event is pending)
     for button, delta in ((prev_btn, -1), (next_btn, 1)):
         button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
-                     [chatbot, history, world, versions, version], api_visibility="private", **QUIET)
+                     [chatbot, history, world, versions, version], api_visibility="private",
+                     trigger_mode="multiple", **QUIET)
     edit_btn.click(chat.edit_last, [history, world, versions],
                    [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private")
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
