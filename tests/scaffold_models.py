@@ -75,3 +75,34 @@ class RandomLogits:
         self.forwards += 1
         self.context += [int(t) for t in ids]
         return self._noise(self.context, 1)[:, 0]                              # (1, V)
+
+
+class Speller(RandomLogits):
+    """A diffusion backend that spells one reply a token at a time: at the first masked position
+    of the block only the pieces that continue `reply` after the decided text have a chance
+    (longest first, so sampling picks among ways to split it); every later position is flat, so
+    each forward decides one token."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__()
+        self.reply = reply
+        self.pieces = [self.tokenizer.decode([i]) for i in range(self.vocab)]
+
+    def _next(self, decided: list[int]) -> torch.Tensor:
+        text = self.decode(decided)
+        rest = self.reply[len(text):] if self.reply.startswith(text) else ""
+        row = torch.full((self.vocab,), -1e4)                                  # (V,)
+        if not rest:
+            row[min(self.eos_ids)] = 20.0
+        for token, piece in enumerate(self.pieces):
+            if piece and rest.startswith(piece) and token not in (self.mask_id, self.pad_id, *self.eos_ids):
+                row[token] = 10.0 + len(piece)
+        return row
+
+    def denoise(self, canvas, block):
+        self.forwards += 1
+        ids = canvas[0].tolist()
+        logits = torch.zeros(1, block.stop - block.start, self.vocab)          # (1, B, V)
+        cursor = next(p for p in range(block.start, block.stop) if ids[p] == self.mask_id)
+        logits[0, cursor - block.start] = self._next(ids[:cursor])
+        return logits

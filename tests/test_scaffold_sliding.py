@@ -13,9 +13,8 @@ import torch
 from engine.generate import run
 from engine.trace import GenerationConfig
 from engine.world.format import ParseError, parse_call
-from tests.scaffold_models import RandomLogits, sprout_twins
+from tests.scaffold_models import RandomLogits, Speller, sprout_twins
 from tests.test_scaffold import fuzzed_prompt
-from tests.test_scaffold_forwards import Speller
 from tests.test_scaffold_schemas import check_frames
 
 CONFIG = GenerationConfig(gen_length=96, block_size=16, steps=16, sampler="prefix_threshold", threshold=0.9,

@@ -70,9 +70,10 @@ class _SproutText:
 class SproutBackend(_SproutText):
     """The clean tokens that `prefill` and `commit` append (the prompt's last piece, a finished
     block) wait for the next `denoise`, and both run as one pass
-    (`SproutModel.commit_then_denoise`), which costs about 0.7 of the two on a CPU. The loops
-    need not know: whatever reads the cache first (`cache`, `block_start_logits`) runs the
-    waiting tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
+    (`SproutModel.commit_then_denoise`), which costs about 0.7 of the two on a CPU; blocks
+    committed one after another (a scaffold's fixed text can fill a whole block) wait as one
+    chunk. The loops need not know: whatever reads the cache first (`cache`) runs the waiting
+    tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
     tests/sprout/test_fused_commit.py holds the two to the same replies)."""
 
     kind = "diffusion"
@@ -80,8 +81,9 @@ class SproutBackend(_SproutText):
 
     def __init__(self, model, tokenizer, name: str = "sprout-bd", device: torch.device | None = None,
                  fuse_commit: bool = True):
-        # tokens (1, n) to append, and for the prompt's last piece (ids, piece) to keep in the prompt cache
-        self._waiting: tuple[torch.Tensor, tuple[torch.Tensor, slice] | None] | None = None
+        # tokens (1, n) to append, and for the prompt's last piece (ids, piece, answer tokens after
+        # it (1, m)) to keep in the prompt cache
+        self._waiting: tuple[torch.Tensor, tuple[torch.Tensor, slice, torch.Tensor] | None] | None = None
         self.fuse_commit = fuse_commit
         self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)
 
@@ -106,7 +108,7 @@ class SproutBackend(_SproutText):
             cache = self.prompt_cache.run(self.model, ids, piece, cache)
         self._cache = cache
         if pieces:
-            self._waiting = (ids[:, pieces[-1]], (ids, pieces[-1]))
+            self._waiting = (ids[:, pieces[-1]], (ids, pieces[-1], ids[:, :0]))
 
     @torch.inference_mode()
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
@@ -120,12 +122,17 @@ class SproutBackend(_SproutText):
 
     @torch.inference_mode()
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
-        self._run_waiting()
         tokens = self._ids(canvas)[:, block].clone()                               # the canvas changes later
-        if self.fuse_commit:
+        if not self.fuse_commit:
+            self._cache, _ = self.model.commit(tokens, self._cache)
+        elif self._waiting is None:
             self._waiting = (tokens, None)
         else:
-            self._cache, _ = self.model.commit(tokens, self._cache)
+            # a block right after waiting tokens joins them: the cache between is never read
+            # (the prompt cache keeps the context after the prompt and the block instead)
+            waiting, prompt = self._waiting
+            self._waiting = (torch.cat([waiting, tokens], dim=1),
+                             None if prompt is None else (prompt[0], prompt[1], torch.cat([prompt[2], tokens], dim=1)))
 
     @torch.inference_mode()
     def _run_waiting(self) -> None:
@@ -136,23 +143,17 @@ class SproutBackend(_SproutText):
                        else self.model.commit(tokens, self._cache)[0])
         self._keep_prompt(prompt)
 
-    def _keep_prompt(self, prompt: tuple[torch.Tensor, slice] | None) -> None:
+    def _keep_prompt(self, prompt: tuple[torch.Tensor, slice, torch.Tensor] | None) -> None:
+        """prompt: (ids, its last piece, the answer tokens that ran with it (1, n))."""
         if prompt is not None:
-            self.prompt_cache.keep(*prompt, self._cache)
+            ids, piece, then = prompt
+            self.prompt_cache.keep(ids, piece, self._cache, then if then.shape[1] else None)
 
     @property
     def slides_blocks(self) -> bool:
         """Whether a block may start at any position (the scaffolded decoder then starts each one
         at its cursor): only for weights trained with blocks at every phase (`sliding_blocks`)."""
         return bool(self.model.config.sliding_blocks)
-
-    def block_start_logits(self) -> torch.Tensor | None:
-        """(1, V): what the next denoise gives its block's first position, known before it runs
-        when the model shifts logits (that position reads the clean context's last output, which
-        prefill / commit kept); None for a model that predicts it from the noisy block."""
-        if self.cache is None or not self.model.config.logit_shift:
-            return None
-        return self.cache.next_logits
 
 
 class SproutARBackend(_SproutText):

@@ -77,7 +77,10 @@ class PromptCache:
         self.keep(ids, piece, after)
         return after
 
-    def keep(self, ids: torch.Tensor, piece: slice, cache: SproutCache) -> None:
-        """Keep `cache`, the context after ids[:, :piece.stop], whose last piece just ran."""
+    def keep(self, ids: torch.Tensor, piece: slice, cache: SproutCache, then: torch.Tensor | None = None) -> None:
+        """Keep `cache`, the context after ids[:, :piece.stop], whose last piece just ran; or,
+        with `then` (1, n), the context after those ids and `then`, which ran in the same pass
+        (answer tokens: the key grows by them, the prompt tokens run do not)."""
         self.tokens_run += piece.stop - piece.start
-        self._keep(tuple(ids[0, :piece.stop].tolist()), cache)
+        key = ids[0, :piece.stop].tolist() + ([] if then is None else then[0].tolist())
+        self._keep(tuple(key), cache)

@@ -80,8 +80,12 @@ LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See course
 # words share no whole word with any pool, so only copying token by token from the prompt gets
 # them right; held-out tasks keep the real pools.
 MADE_UP_SHARE = 0.5                  # of training names and addresses
+# Every letter can open a made-up word: a name's first letter is one token without a space
+# ("F" of "Fay" inside quotes) copied from a different token with one ("ĠF" in the prompt), and
+# the model only learns that pairing for the letters training shows there. Onsets without a
+# vowel-first or c/q/x/y word left "Iris" to come out as "Oris".
 _ONSETS = ("b", "br", "d", "dr", "f", "g", "gr", "h", "j", "k", "kl", "l", "m", "n", "p", "pr",
-           "r", "s", "sk", "st", "t", "tr", "v", "w", "z")
+           "r", "s", "sk", "st", "t", "tr", "v", "w", "z", "", "", "c", "ch", "sh", "qu", "x", "y")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ou", "ee", "y")
 _CODAS = ("", "", "", "n", "r", "l", "s", "k", "m", "th", "nd")
 

@@ -53,8 +53,6 @@ def _replies(backend, tasks, config):
 
 @pytest.mark.parametrize("scaffold", [False, True], ids=["plain", "scaffolded"])
 def test_agent_replies_are_the_same_with_the_fused_pass(monkeypatch, scaffold):
-    # (this twin does not shift logits; with a shift, the scaffold's block-start shortcut reads
-    # the cache right after each commit, which then runs alone)
     tok, model = tiny_tokenizer(), tiny_sprout(causal=False, seed=5)
     fused, reference = SproutBackend(model, tok), SproutBackend(model, tok, fuse_commit=False)
     fused_calls = []

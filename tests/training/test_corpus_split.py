@@ -2,7 +2,9 @@
 the committed held-out benchmark set is balanced, held-out only, and solvable."""
 
 import json
+import random
 import re
+import string
 from collections import Counter
 
 import pytest
@@ -147,3 +149,10 @@ def test_heldout_document_set_is_committed_balanced_and_solvable():
     for task in docs:
         assert task["split"] == "heldout"
         assert run_episode(None, task, GenerationConfig(), generate_fn=lambda _m, t=task: t["gold_output"]).success
+
+
+def test_made_up_words_open_with_every_capital_letter():
+    """A copied name's first letter is a token of its own; training must show each one."""
+    rng = random.Random(0)
+    firsts = {E.made_up_word(rng)[0] for _ in range(3000)}
+    assert firsts == set(string.ascii_uppercase)
