@@ -82,6 +82,16 @@ def shop_near_miss(slots: dict[str, Any]) -> Policy:
     yield finish("shop_near_miss", ["not available"], color=slots["color"], style=slots["style"], size=slots["size"])
 
 
+def shop_not_stocked(slots: dict[str, Any]) -> Policy:
+    """A style the shop does not stock (shop_absent) or never sells (shop_unknown): the search
+    finds nothing, and the near miss's sentence must name the style asked for (an answer about
+    some other style is no honest one)."""
+    hits = yield from search(slots)
+    assert hits == [], "nothing of a style the shop does not stock is found"
+    yield finish("shop_near_miss", ["not available", slots["style"]], color=slots["color"], style=slots["style"],
+                 size=slots["size"])
+
+
 def shop_checkout(slots: dict[str, Any]) -> Policy:
     order = yield from checkout(slots)
     yield finish(slots["intent"], [order["order"]], order=order["order"], total=order["total"])
@@ -188,7 +198,7 @@ def outside(slots: dict[str, Any]) -> Policy:
 
 POLICIES = {
     "shop_find": shop_find, "shop_add": shop_add, "shop_near_miss": shop_near_miss,
-    "shop_absent": shop_near_miss,   # nothing of the style stocked: the search is empty, the same answer
+    "shop_absent": shop_not_stocked, "shop_unknown": shop_not_stocked,
     "shop_out_of_stock": shop_add, "shop_checkout": shop_checkout, "shop_missing_info": shop_missing_info,
     "shop_cart_total": shop_cart_total, "shop_buy": shop_buy,
     "office_customer": office_customer, "office_invoice": office_invoice,

@@ -7,7 +7,8 @@ the oracle reads); `world.setup` holds the scenario entities added to the seed's
 world (state.world_for). Every entity value is drawn from the task's split (entities.py).
 Shop scenarios list near misses (2 of style / colour / size match) next to the exact match, so
 picking an id means comparing attributes; only an absent-product request (shop_absent) asks for a
-style the world does not stock, and its search finds nothing.
+style the world does not stock, and a shop_unknown request for clothes it never sells (a
+raincoat); their searches find nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ def _absent(world: World, rng: random.Random) -> Scenario:
     qty = 1 if wording == "look" else rng.randint(1, 3)
     item = f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
     return {"style": style, "color": color, "size": size, "qty": qty, "item": item, "wording": wording}, {}
+
+
+def _unknown(world: World, rng: random.Random) -> Scenario:
+    """As _absent, for clothes the shop never sells (a raincoat, a blazer): words outside its
+    vocabulary that people use anyway. The search finds nothing; the answer is the near miss's."""
+    slots, setup = _absent(world, rng)
+    style = E.pick(rng, "unknown_style", world.split)
+    item = f"a {slots['color']} {style}" if slots["qty"] == 1 else f"{slots['qty']} {slots['color']} {E.plural(style)}"
+    return {**slots, "style": style, "item": item}, setup
 
 
 def _guest(world: World, rng: random.Random, missing: str | None = None) -> dict[str, Any]:
@@ -204,8 +214,10 @@ AGENT_INTENTS = tuple(INTENTS)
 # the validation draws built from those stay as they are; measured on its own check set below.
 ABSENT_INTENT = "shop_absent"
 ABSENT_WORDINGS = ("look", "act")
+UNKNOWN_INTENT = "shop_unknown"      # the same for clothes outside the shop's vocabulary
 EXTRA_INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
     ABSENT_INTENT: ("shop", _absent),
+    UNKNOWN_INTENT: ("shop", _unknown),
 }
 DOC_INTENTS = documents.DOC_INTENTS
 ALL_INTENTS = AGENT_INTENTS + DOC_INTENTS
@@ -269,7 +281,7 @@ def task_group(task: dict[str, Any]) -> str:
 def template_key(intent: str, slots: dict[str, Any]) -> str:
     """Which templates and grammar frames word the request: an absent product is asked for in
     the words of a find or of an add."""
-    if intent == ABSENT_INTENT:
+    if intent in (ABSENT_INTENT, UNKNOWN_INTENT):
         return "shop_find" if slots["wording"] == "look" else "shop_add"
     return f"{intent}:{slots['missing']}" if intent == "office_missing_info" else intent
 
@@ -423,15 +435,20 @@ ABSENT_PATH = Path(__file__).with_name("heldout_absent.json")
 ABSENT_SIZE, ABSENT_SEED = 20, 349
 
 
-def make_absent_set(n: int = ABSENT_SIZE, seed: int = ABSENT_SEED) -> list[dict[str, Any]]:
-    """Absent-product tasks in held-out wording on held-out values, half in "look" wording and
-    half in "act" wording (the first odd one a look), in the order they were drawn."""
+UNKNOWN_PATH = Path(__file__).with_name("heldout_unknown.json")
+UNKNOWN_SEED = 353
+
+
+def make_absent_set(n: int = ABSENT_SIZE, seed: int = ABSENT_SEED, intent: str = ABSENT_INTENT) -> list[dict[str, Any]]:
+    """Absent-product tasks (or, with intent shop_unknown, requests for clothes the shop never
+    sells) in held-out wording on held-out values, half in "look" wording and half in "act"
+    wording (the first odd one a look), in the order they were drawn."""
     left = {w: n // len(ABSENT_WORDINGS) for w in ABSENT_WORDINGS}
     left[ABSENT_WORDINGS[0]] += n % len(ABSENT_WORDINGS)
     rng = random.Random(f"absent:{seed}")
     tasks: list[dict[str, Any]] = []
     while len(tasks) < n:
-        task = make_task(ABSENT_INTENT, "heldout", rng.getrandbits(31), "heldout")
+        task = make_task(intent, "heldout", rng.getrandbits(31), "heldout")
         wording = task["slots"]["wording"]
         if left[wording] and task["id"] not in {t["id"] for t in tasks}:
             left[wording] -= 1
@@ -462,3 +479,4 @@ if __name__ == "__main__":  # python -m engine.world.tasks: rewrite the committe
     write_task_list(make_heldout_documents(), HELDOUT_DOCS_PATH)
     write_task_list(make_phrasing_set(), PHRASING_PATH)
     write_task_list(make_absent_set(), ABSENT_PATH)
+    write_task_list(make_absent_set(seed=UNKNOWN_SEED, intent=UNKNOWN_INTENT), UNKNOWN_PATH)

@@ -11,7 +11,7 @@ import pytest
 from engine.world import entities as E
 from engine.world import grammar
 from engine.world.format import assistant_spans, parse_call, render_chat
-from engine.world.tasks import OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
+from engine.world.tasks import EXTRA_INTENTS, OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
 from tests.training.ngrams import TOKEN, ngrams
 from training.corpus import corpus_lines, default_intents, main
 
@@ -69,7 +69,7 @@ def test_the_leak_checks_see_a_leak():
 def test_grammar_corpus_has_every_kind_of_transcript():
     records = list(corpus_lines("train", 3 * len(default_intents("train")), seed=4, phrasing="train"))
     intents = Counter(r["intent"] for r in records)
-    assert set(intents) == set(PHRASING_INTENTS) | {"doc_resume", "doc_html", "shop_absent"}
+    assert set(intents) == set(PHRASING_INTENTS) | {"doc_resume", "doc_html"} | set(EXTRA_INTENTS)
     for r in records:
         assert r["text"] == render_chat(r["messages"], add_generation_prompt=False)
         if r["intent"] in OUTSIDE_INTENTS:     # one finish call, nothing else
