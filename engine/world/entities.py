@@ -49,7 +49,7 @@ TRAIN_ONLY_STREETS = (
 )
 
 STYLES = ("hoodie", "jacket", "sweater", "shirt", "dress", "skirt", "coat", "cap", "belt", "vest")
-# Clothes the shop never sells, for requests people make anyway ("a purple raincoat"): the search
+# Clothes the shop never sells, for requests people make anyway ("a navy raincoat"): the search
 # finds nothing and the answer says so. Values like any other, so some are held out; each takes
 # "a" and a plain "s" plural.
 UNKNOWN_STYLES = ("raincoat", "blazer", "cardigan", "tie", "glove", "sock", "boot", "sneaker", "sandal",
