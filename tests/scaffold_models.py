@@ -1,6 +1,7 @@
 """Backends for the scaffold tests, built in code: tiny random Sprout twins (tests/sprout/helpers.py)
 and `RandomLogits`, a model-free backend whose logits are seeded noise, so thousands of fuzzed
-prompts run in seconds and every choice the scaffold leaves open is made by chance."""
+prompts run in seconds and every choice the scaffold leaves open is made by chance; and `Speller`,
+which spells one known reply a token per forward."""
 
 from __future__ import annotations
 
