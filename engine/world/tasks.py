@@ -41,6 +41,11 @@ def _add_product(world: World, rng: random.Random, setup: dict, style: str, colo
     return pid
 
 
+def _item(qty: int, color: str, style: str) -> str:
+    """How a request names what it wants: "a red cap", "2 red caps"."""
+    return f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
+
+
 def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     """kind: exact (one full match), oos (two; the first listed is out of stock), none (only near misses)."""
     split = world.split
@@ -62,8 +67,7 @@ def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     colors = [c for c in E.COLORS if c != color and _allowed(c, size, split)]
     for near in rng.sample(colors, rng.randint(1, 2)):  # right size, wrong colour
         _add_product(world, rng, setup, style, near, {size: rng.randint(1, 6)})
-    item = f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
-    return {"style": style, "color": color, "size": size, "qty": qty, "item": item}, setup
+    return {"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style)}, setup
 
 
 def _absent(world: World, rng: random.Random) -> Scenario:
@@ -75,8 +79,8 @@ def _absent(world: World, rng: random.Random) -> Scenario:
     color, size = E.pick(rng, "combo", world.split).split("|")
     wording = rng.choice(ABSENT_WORDINGS)
     qty = 1 if wording == "look" else rng.randint(1, 3)
-    item = f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
-    return {"style": style, "color": color, "size": size, "qty": qty, "item": item, "wording": wording}, {}
+    return ({"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style),
+             "wording": wording}, {})
 
 
 def _unknown(world: World, rng: random.Random) -> Scenario:
@@ -84,8 +88,7 @@ def _unknown(world: World, rng: random.Random) -> Scenario:
     vocabulary that people use anyway. The search finds nothing; the answer is the near miss's."""
     slots, setup = _absent(world, rng)
     style = E.pick(rng, "unknown_style", world.split)
-    item = f"a {slots['color']} {style}" if slots["qty"] == 1 else f"{slots['qty']} {slots['color']} {E.plural(style)}"
-    return {**slots, "style": style, "item": item}, setup
+    return {**slots, "style": style, "item": _item(slots["qty"], slots["color"], style)}, setup
 
 
 def _guest(world: World, rng: random.Random, missing: str | None = None) -> dict[str, Any]:
