@@ -26,6 +26,7 @@ _WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Bl
           "seed": ("Seed", 0, MAX_SEED)}
 _NUMBERS = {
     "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
+    "scaffold_threshold": ("Scaffold threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
     "factor": ("Factor", "a number above 0", lambda x: x > 0.0),
     "entropy_bound": ("Entropy bound", "a number of 0 or more", lambda x: x >= 0.0),
     "temperature": ("Temperature", "a number of 0 (greedy) or more", lambda x: x >= 0.0),
@@ -131,6 +132,12 @@ class GenerationConfig:
     # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
     # only its value slots are decoded. `schema` alone (structured output) turns it on too.
     scaffold: bool = False               # the answer is one tool call of the registry (engine/world/tools.py)
+    # A scaffolded walk commits a value token at confidence >= min(threshold, scaffold_threshold).
+    # Its confidence is already over the tokens the schema allows, and a wrong guess can no longer
+    # break the call's structure, so the bar may sit below free text's; 0.95 is the bundled
+    # Sprout-BD's choice on validation (models/README.md). Models whose threshold is 0.95 or less
+    # keep theirs.
+    scaffold_threshold: float = 0.95
     schema: dict[str, Any] | None = field(default=None, hash=False)  # a JSON schema the answer follows
 
     def __post_init__(self) -> None:

@@ -34,6 +34,7 @@ ANYTHING = st.one_of(
 PLAUSIBLE = {
     "gen_length": st.integers(1, 4096), "block_size": st.integers(1, 256), "steps": st.integers(1, 64),
     "sampler": st.sampled_from(list(SAMPLERS)), "threshold": st.floats(0.01, 1.0), "factor": st.floats(0.1, 4),
+    "scaffold_threshold": st.floats(0.01, 1.0),
     "entropy_bound": st.floats(0, 2), "temperature": st.floats(0, 2), "top_p": st.floats(0.05, 1.0),
     "top_k": st.integers(0, 100), "seed": st.integers(0, MAX_SEED),
 }

@@ -128,6 +128,24 @@ def test_fuzzed_prompts_through_the_scaffold_never_give_a_parse_error():
     assert failures == []
 
 
+@pytest.mark.parametrize("threshold, scaffold_threshold", [(0.99, 0.5), (0.5, 0.95)],
+                         ids=["scaffold-lower", "threshold-lower"])
+def test_a_walk_commits_at_the_lower_of_the_two_thresholds(threshold, scaffold_threshold):
+    """Every commit after a forward's first clears min(threshold, scaffold_threshold), and commits
+    between the two bars happen: a walk on either bar alone fails one of the two cases."""
+    bar, top = sorted((threshold, scaffold_threshold))
+    rng = torch.Generator().manual_seed(0)
+    between = 0
+    for i in range(20):
+        backend = RandomLogits("diffusion", seed=i, scale=8.0)
+        config = CONFIG.replace(threshold=threshold, scaffold_threshold=scaffold_threshold, seed=i)
+        result = run(backend, backend.encode_chat(fuzzed_prompt(rng)), config)
+        later = [conf for frame in result.frames for _, _, conf in frame.committed[1:]]
+        assert all(conf >= bar for conf in later)
+        between += sum(conf < top for conf in later)
+    assert between > 0
+
+
 def test_an_unbounded_string_stops_at_its_budget():
     wordy = '{"note":"' + "a" * 400 + '"}'                                      # the model never closes the value
     schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}

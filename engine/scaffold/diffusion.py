@@ -4,13 +4,13 @@ it is determined, and the forwards decide only the value slots.
 The canvas is written left to right from a cursor: every position before it is decided
 (by the model or by the scaffold), every position after it is a mask. Each forward denoises the
 cursor's block; then, walking from the cursor, the model's best allowed token
-(engine/scaffold/tokens.py) is committed at each position while its confidence is at least the
-threshold (the first one always: a forward never ends without progress), and after each commit
-the text the automaton now forces is written in behind it (prefilled, never re-masked, not a
-model decision). The walk goes on past that text in the same forward only where the model's
-own proposals for it were that same text: then the proposals after it were made with the same
-layout the canvas now has, as in unscaffolded decoding; where they differ, the next forward
-reads the scaffold's text first.
+(engine/scaffold/tokens.py) is committed at each position while its confidence is at least
+min(threshold, scaffold_threshold) (the first one always: a forward never ends without
+progress), and after each commit the text the automaton now forces is written in behind it
+(prefilled, never re-masked, not a model decision). The walk goes on past that text in the
+same forward only where the model's own proposals for it were that same text: then the
+proposals after it were made with the same layout the canvas now has, as in unscaffolded
+decoding; where they differ, the next forward reads the scaffold's text first.
 
 A backend whose blocks may start anywhere (`slides_blocks`: Sprout-BD weights trained with
 blocks at every phase of a reply) gets sliding blocks instead of the grid: each forward
@@ -109,6 +109,7 @@ class Writer:
              generator: torch.Generator) -> list[tuple[int, int, float]]:
         """One forward's decisions over `block` (logits (B, V) for its positions)."""
         committed: list[tuple[int, int, float]] = []
+        bar = min(config.threshold, config.scaffold_threshold)                 # GenerationConfig says why
         aligned = True                                                         # proposals so far match the canvas
         while not self.ended and block.start <= self.cursor < min(block.stop, self.length):
             position = self.cursor
@@ -118,7 +119,7 @@ class Writer:
                 self.stuck = True
                 break
             token, conf, after = chosen
-            if committed and (not aligned or conf < config.threshold):
+            if committed and (not aligned or conf < bar):
                 break
             self.commit(position, token, after)
             committed.append((position, token, conf))
