@@ -266,6 +266,8 @@ def _parser() -> argparse.ArgumentParser:
         agent.add_argument(f"--{key.replace('_', '-')}", type=int, default=getattr(DEFAULT_CONFIG, key))
     agent.add_argument("--sampler", default=DEFAULT_CONFIG.sampler)
     agent.add_argument("--threshold", type=float, default=DEFAULT_CONFIG.threshold)
+    agent.add_argument("--scaffold-threshold", type=float, default=DEFAULT_CONFIG.scaffold_threshold,
+                       help="scaffolded value tokens commit at confidence >= min(threshold, this)")
     agent.add_argument("--temperature", type=float, default=DEFAULT_CONFIG.temperature)
     return parser
 
@@ -311,7 +313,7 @@ def print_report(make: Callable[[], dict[str, Any]], as_json: bool, table: Calla
 def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
                               sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
-                              seed=args.seed)
+                              seed=args.seed, scaffold_threshold=args.scaffold_threshold)
     if args.validation is not None and args.validation < 1:
         raise ValueError(f"--validation must be at least 1, got {args.validation}.")
     if args.tasks_file and args.task_set != "templates":

@@ -54,6 +54,16 @@ def test_cli_end_to_end_json(capsys):
     assert a["attempts"] == 9 and a["success_rate"] == 1.0 and a["pass_hat_3"] == 1.0
     assert b["errors"] == {"parse_error": 9}
     assert isinstance(report["median_ratio"], float) and "18/18 episodes" in err
+    assert report["config"]["scaffold_threshold"] == 0.95                     # the default, recorded
+
+
+def test_cli_scaffold_threshold_reaches_the_config(capsys):
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--tasks", "1", "--attempts", "1", "--json",
+                 "--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none",
+                 "--scaffold-threshold", "0.8"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["scaffold_threshold"] == 0.8
+    assert main(["agent", "--model", "py:tests.world.scripted:oracle_ar", "--scaffold-threshold", "1.5"]) == 2
+    assert "Scaffold threshold must be a number between 0 and 1" in capsys.readouterr().err
 
 
 def test_cli_table_and_errors(capsys):
