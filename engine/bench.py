@@ -117,6 +117,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     names = list(runs)
     if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
         for name in names:
+            _forget_prompts(runs[name][0])
             run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system)
     episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
     total, done = len(tasks) * attempts * len(names), 0
@@ -124,6 +125,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
         for attempt in range(attempts):
             for name in (names if attempt % 2 == 0 else names[::-1]):
                 backend, run_config = runs[name]
+                _forget_prompts(backend)
                 transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
                                          max_steps=max_steps, system=system)
                 episodes[name].append((task["id"], transcript))
@@ -140,6 +142,15 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     if scaffold:
         report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
     return report
+
+
+def _forget_prompts(backend: Any) -> None:
+    """Every episode starts with no prompt kept (Sprout's PromptCache). With --scaffold one backend
+    runs each task twice in a row, and the second run would find the first's prompts cached: its
+    prefills free, a head start the first run did not have."""
+    kept = getattr(backend, "prompt_cache", None)
+    if kept is not None:
+        kept.clear()
 
 
 def episode_record(name: str, attempt: int, t: Transcript) -> dict[str, Any]:

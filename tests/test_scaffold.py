@@ -237,6 +237,26 @@ def test_bench_runs_both_modes_in_one_run_with_forwards_per_call():
         models["A (scaffold)"]["median_task_s"] / models["B (scaffold)"]["median_task_s"])
 
 
+def test_bench_episodes_start_with_no_prompt_cached(twins, monkeypatch):
+    """With --scaffold one backend runs each task twice in a row; the second run must not find
+    the first's prompts cached (free prefills the first run did not have)."""
+    import engine.bench as bench
+
+    kept_at_start = []
+
+    def episode(backend, *args, **kwargs):
+        kept_at_start.append(len(backend.prompt_cache._kept))
+        return run_episode(backend, *args, **kwargs)
+
+    run_episode = bench.run_episode
+    monkeypatch.setattr(bench, "run_episode", episode)
+    bd, ar = twins
+    report = run_agent_benchmark({"bd": bd, "ar": ar}, load_heldout_tasks()[:2], attempts=1,
+                                 config=CONFIG.replace(scaffold=False, gen_length=32), max_steps=2, scaffold=True)
+    assert len(kept_at_start) == 4 + 2 * 4 and report["models"]["bd (scaffold)"]["attempts"] == 2   # warm-ups, episodes
+    assert kept_at_start == [0] * len(kept_at_start)
+
+
 def test_causal_lm_extend_equals_one_step_per_token():
     from engine.backends.causal_lm import CausalLMBackend
     from tests import tiny_models as tm
