@@ -242,13 +242,12 @@ def test_bench_episodes_start_with_no_prompt_cached(twins, monkeypatch):
     the first's prompts cached (free prefills the first run did not have)."""
     import engine.bench as bench
 
-    kept_at_start = []
+    kept_at_start, original = [], bench.run_episode
 
     def episode(backend, *args, **kwargs):
         kept_at_start.append(len(backend.prompt_cache._kept))
-        return run_episode(backend, *args, **kwargs)
+        return original(backend, *args, **kwargs)
 
-    run_episode = bench.run_episode
     monkeypatch.setattr(bench, "run_episode", episode)
     bd, ar = twins
     report = run_agent_benchmark({"bd": bd, "ar": ar}, load_heldout_tasks()[:2], attempts=1,
