@@ -38,6 +38,23 @@ def chatbot_json(page) -> dict:
     return json.loads(code)
 
 
+def fill_schema(page, text: str) -> None:
+    """Open the schema box and type `text`, once its textbox is mounted: a fill that lands while
+    the accordion mounts it can be reset to the initial empty value (1 run in 3 sent no schema)."""
+    from playwright.sync_api import expect
+
+    page.locator("#chat-schema-box").click()
+    box = page.locator("#chat-schema textarea")
+    expect(box).to_be_visible()
+    expect(box).to_be_editable()
+    for _ in range(3):
+        box.fill(text)
+        page.wait_for_timeout(300)                                  # past the mount's own writes
+        if box.input_value() == text:
+            break
+    expect(box).to_have_value(text)
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_the_json_schema_box_gives_formatted_json_and_prefilled_cells_read_well(browser, tmp_path, theme):
     from playwright.sync_api import expect
@@ -149,23 +166,6 @@ def test_the_exported_replay_draws_prefilled_cells(browser, tmp_path):
     assert grid.locator(".dp-pre").first.evaluate(STYLE_JS) == ["dotted", True]
     expect(page.locator(".dp-legend")).to_contain_text("pre-filled by the schema")
     page.close()
-
-
-def fill_schema(page, text: str) -> None:
-    """Open the schema box and type `text`, once its textbox is mounted: a fill that lands while
-    the accordion mounts it can be reset to the initial empty value (1 run in 3 sent no schema)."""
-    from playwright.sync_api import expect
-
-    page.locator("#chat-schema-box").click()
-    box = page.locator("#chat-schema textarea")
-    expect(box).to_be_visible()
-    expect(box).to_be_editable()
-    for _ in range(3):
-        box.fill(text)
-        page.wait_for_timeout(300)                                  # past the mount's own writes
-        if box.input_value() == text:
-            break
-    expect(box).to_have_value(text)
 
 
 def test_hostile_text_in_a_schema_stays_text_in_the_canvas_and_the_answer(browser, tmp_path):
