@@ -1,4 +1,5 @@
-# Two commands: `make run` and `make test` (the import contracts in pyproject.toml, then pytest). Each creates .venv when it is missing.
+# Two commands: `make run` and `make test` (Chromium and pdflatex installed when missing, the import
+# contracts in pyproject.toml, then pytest). Each creates .venv when it is missing.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -22,6 +23,7 @@ run: $(VENV)/.installed
 	$(PY) launch.py $(ARGS)
 
 test: $(VENV)/.installed-dev
+	bash scripts/test_system_deps.sh
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest $(PYTEST_ARGS)
 
