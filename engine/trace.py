@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
+from engine.json_limits import MAX_DEPTH, value_depth
 from engine.samplers import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 from engine.scaffold.schema import schema_problem
 
@@ -168,7 +169,9 @@ class GenerationConfig:
         if self.schedule not in SCHEDULES:
             out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
         if self.schema is not None:
-            problem = schema_problem(self.schema)
+            deep = value_depth(self.schema, stop_past=MAX_DEPTH) > MAX_DEPTH
+            problem = (f"The JSON schema nests more than {MAX_DEPTH} levels deep; a schema the scaffold can "
+                       "follow nests a few levels." if deep else schema_problem(self.schema))
             if problem:
                 out.append(problem)
         if out:

@@ -15,6 +15,8 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from engine import json_limits
+
 from ..worlds import speaks_world
 from . import protocol, world
 from .canvas import committed_text, diffusing_view, text_delta
@@ -53,9 +55,9 @@ async def _read_json(request: Request, limit: int) -> Any:
             raise too_big
         body += part
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "The request body is not valid JSON.") from None
+        return json_limits.loads(body, "The request body", max_bytes=limit)
+    except json_limits.JsonLimitError as error:
+        raise ApiError(400, str(error)) from None
 
 
 def _sse(obj: Any) -> bytes:
