@@ -97,3 +97,11 @@ def test_every_path_under_v1_answers_openai_errors(served, method, path):
     assert response.status_code in (404, 405)
     if method != "HEAD":
         assert set(response.json()["error"]) >= {"message", "type", "code"}
+
+
+@pytest.mark.parametrize("field, value", [("temperature", 1e308), ("top_p", -1), ("top_k", 10**40),
+                                          ("seed", -1), ("steps", 10**20), ("threshold", 1e308)])
+def test_absurd_settings_are_400_sentences(served, field, value):
+    response = httpx.post(served[2] + "/chat/completions", content=json.dumps({**BODY, field: value}),
+                          headers={"content-type": "application/json"}, timeout=30)
+    assert response.status_code == 400 and "must be" in response.json()["error"]["message"]
