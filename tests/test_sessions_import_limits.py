@@ -101,3 +101,24 @@ def test_random_json_raises_only_the_imports_own_error(store, tmp_path, document
         import_conversation(store, path)
     except ConversationImportError as error:
         assert 0 < len(str(error)) < 300
+
+
+@pytest.mark.parametrize("document", [_doc(meta=7), _doc(turns=[{**TURN, "tool_calls": 5}]), "[" * 5000],
+                         ids=["meta-int", "tool-calls-int", "deep"])
+def test_the_sessions_tab_shows_the_refusal_as_a_toast(tmp_path, document):
+    import gradio as gr
+
+    from app.sessions_tab import SessionsHandlers
+    from tests.e2e.app_fakes import fake_context
+
+    ctx = fake_context(tmp_path)
+    try:
+        path = tmp_path / "hostile.json"
+        path.write_text(document, encoding="utf-8")
+        before = _dump(ctx.store.path)
+        with pytest.raises(gr.Error) as caught:
+            SessionsHandlers(ctx).import_json(str(path), "all", "")
+        assert "nothing was imported" in caught.value.message.lower() and len(caught.value.message) < 300
+        assert _dump(ctx.store.path) == before
+    finally:
+        ctx.close()
