@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from engine.json_limits import JsonLimitError, loads
 
@@ -29,7 +29,9 @@ MAX_NAME_CHARS = 200
 
 _INT = {"type": "integer"}
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
-_IDS = {"type": "array", "maxItems": MAX_CANVAS, "items": _INT}
+# "integerItems" (a keyword of this file's validator): every item a whole number, checked in one
+# Python loop; `"items": {"type": "integer"}` costs ~10 us per item, and canvases are most of a file
+_IDS = {"type": "array", "maxItems": MAX_CANVAS, "integerItems": True}
 _FRAME = {
     "type": "object", "required": ["nfe", "block", "round", "committed", "canvas", "elapsed_s"],
     "properties": {
@@ -85,7 +87,20 @@ EXPORT_SCHEMA = {
         "turns": {"type": "array", "maxItems": MAX_TURNS, "items": _TURN},
     },
 }
-_VALIDATOR = Draft202012Validator(EXPORT_SCHEMA)
+
+
+def _integer_items(_validator: Any, wanted: bool, instance: Any, _schema: Any) -> Any:
+    if wanted and isinstance(instance, list):
+        for index, item in enumerate(instance):
+            if type(item) is not int:
+                error = ValidationError("not a whole number", validator="type", validator_value="integer",
+                                        instance=item, path=[index])
+                yield error
+                return
+
+
+_Validator = validators.extend(Draft202012Validator, {"integerItems": _integer_items})
+_VALIDATOR = _Validator(EXPORT_SCHEMA)
 
 
 class ConversationImportError(ValueError):
