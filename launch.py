@@ -1,6 +1,6 @@
 """Start the Diffusion Playground: `python launch.py [--model NAME_OR_PATH] [--baseline NAME_OR_PATH]
 [--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda|cuda:N] [--no-api] [--api-key KEY]
-[--no-store-api]`.
+[--no-store-api] [--allow-origin ORIGIN ...]`.
 
 The page and the OpenAI-compatible API (/v1, app/api/) are served together, on loopback unless
 --host says otherwise; another host needs an API key (--api-key or $DP_API_KEY).
@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV})")
     p.add_argument("--no-store-api", dest="store_api", action="store_false",
                    help="do not keep /v1 calls as sessions of kind 'api'")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web page origin (e.g. http://localhost:3000) besides the app's own that may call /v1 "
+                        "without the key; repeatable (app/cross_site.py)")
     return p.parse_args(argv)
 
 
@@ -104,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx.warmup = warm_up(ctx)          # load and warm the models now, not on the first request
     demo = build_app(ctx)
     try:
-        api = ApiOptions(api_key=args.api_key, store_calls=args.store_api) if args.api else None
+        api = (ApiOptions(api_key=args.api_key, store_calls=args.store_api, allowed_origins=tuple(args.allow_origin))
+               if args.api else None)
         serve(demo, args.host, args.port, ctx=ctx, api=api)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port} ({exc}); pass another --port.", file=sys.stderr)

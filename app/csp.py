@@ -98,6 +98,7 @@ def page_middleware() -> list[Any]:
     """The middleware the playground's FastAPI app is built with (Gradio's launch(app_kwargs=))."""
     from starlette.middleware import Middleware
 
+    from .api.stray_paths import StrayApiPaths
     from .toasts import BrowserToasts
 
-    return [Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]
+    return [Middleware(StrayApiPaths), Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.trace import GenerationConfig, Result
+from sessions.export_schema import ConversationImportError, read_export
 from visualizer import extract_code, latex_document, sandboxed_preview, standalone_replay_html
 
 
@@ -70,34 +71,32 @@ def export_conversation(root: Path, conversation: dict[str, Any]) -> Path:
     return path
 
 
-class ConversationImportError(ValueError):
-    """A file that is not a conversation this app exported; the message is a sentence."""
+def _nan_for_null(generation: dict[str, Any]) -> dict[str, Any]:
+    """Exports write NaN as null (JSON has no NaN); frames read them back as NaN."""
+    frames = [{**f, "elapsed_s": math.nan if f["elapsed_s"] is None else f["elapsed_s"],
+               "committed": [[p, t, math.nan if c is None else c] for p, t, c in f["committed"]]}
+              for f in generation["frames"]]
+    return {**generation, "frames": frames}
 
 
 def import_conversation(store: Any, path: str | Path) -> int:
     """Store a conversation exported by `export_conversation` as a new conversation (one
     transaction: all of it or nothing); returns its id. Turns keep their text, generation
-    (frames, config, numbers), model and tool calls."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConversationImportError(
-            f"This file is not a conversation exported as JSON ({type(exc).__name__}: {exc}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("turns"), list) or "kind" not in data:
-        raise ConversationImportError(
-            "This JSON is not a conversation export: it needs 'kind', 'title' and a list of 'turns'.")
+    (frames, config, numbers), model and tool calls. The file is checked whole first
+    (sessions/export_schema.py): a refusal is ConversationImportError, one sentence."""
+    data = read_export(path)
     turns = []
     for number, turn in enumerate(data["turns"], start=1):
         if not isinstance(turn, dict) or not isinstance(turn.get("role"), str) or \
                 not isinstance(turn.get("content"), str):
             raise ConversationImportError(f"Turn {number} of this export has no role and text; nothing was imported.")
         try:
-            generation = Result.from_dict(turn["generation"]) if turn.get("generation") else None
-        except (KeyError, TypeError, ValueError) as exc:
+            generation = Result.from_dict(_nan_for_null(turn["generation"])) if turn.get("generation") else None
+        except (KeyError, TypeError, ValueError, IndexError):
             raise ConversationImportError(
-                f"The trace of turn {number} cannot be read ({exc}); nothing was imported.") from None
-        calls = [{k: c.get(k) for k in ("step", "name", "arguments", "observation", "error_type")}
-                 for c in turn.get("tool_calls") or [] if isinstance(c, dict)]
+                f"The trace of turn {number} cannot be read; nothing was imported.") from None
+        calls = [{k: c[k] for k in ("step", "name", "arguments", "observation", "error_type") if k in c}
+                 for c in turn.get("tool_calls") or []]
         turns.append({"role": turn["role"], "content": turn["content"], "generation": generation,
                       "config": turn.get("config"), "model": turn.get("model"), "tool_calls": calls})
     meta = dict(data.get("meta") or {})

@@ -11,12 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
+from engine.json_limits import MAX_DEPTH, value_depth
 from engine.samplers import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 from engine.scaffold.schema import schema_problem
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
 MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer
 MAX_TOP_K = 1 << 24       # beyond every vocabulary
+# Past these the setting means nothing more: at temperature 100 every logit gap of a trained model
+# is below 1 % of a nat, so sampling is already uniform; a factor or entropy bound past the
+# canvas length commits the whole block at once.
+MAX_TEMPERATURE = 100.0
+MAX_FACTOR = float(MAX_TOKENS)
+MAX_ENTROPY_BOUND = float(MAX_TOKENS)
 MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
 
 # Each setting as the page labels it: (label, lowest, highest) for whole numbers, (label, what
@@ -27,9 +34,11 @@ _WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Bl
 _NUMBERS = {
     "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
     "scaffold_threshold": ("Scaffold threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
-    "factor": ("Factor", "a number above 0", lambda x: x > 0.0),
-    "entropy_bound": ("Entropy bound", "a number of 0 or more", lambda x: x >= 0.0),
-    "temperature": ("Temperature", "a number of 0 (greedy) or more", lambda x: x >= 0.0),
+    "factor": ("Factor", f"a number above 0 and at most {MAX_FACTOR:,}", lambda x: 0.0 < x <= MAX_FACTOR),
+    "entropy_bound": ("Entropy bound", f"a number from 0 to {MAX_ENTROPY_BOUND:,}",
+                      lambda x: 0.0 <= x <= MAX_ENTROPY_BOUND),
+    "temperature": ("Temperature", f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}",
+                    lambda x: 0.0 <= x <= MAX_TEMPERATURE),
     "top_p": ("Top-p", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
 }
 # every bool field is a switch; these have labels of their own, the rest read as their name
@@ -168,7 +177,9 @@ class GenerationConfig:
         if self.schedule not in SCHEDULES:
             out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
         if self.schema is not None:
-            problem = schema_problem(self.schema)
+            deep = value_depth(self.schema, stop_past=MAX_DEPTH) > MAX_DEPTH
+            problem = (f"The JSON schema nests more than {MAX_DEPTH} levels deep; a schema the scaffold can "
+                       "follow nests a few levels." if deep else schema_problem(self.schema))
             if problem:
                 out.append(problem)
         if out:

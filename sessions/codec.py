@@ -20,6 +20,7 @@ import json
 import math
 from typing import Any
 
+from engine.json_limits import read_stored
 from engine.trace import Frame
 
 FORMAT_VERSION = 1
@@ -57,7 +58,7 @@ def encode_frames(frames: list[Frame]) -> str:
 
 
 def decode_frames(data: str) -> list[Frame]:
-    payload = json.loads(data)
+    payload = read_stored(data)
     if not isinstance(payload, dict) or payload.get("v") not in (FORMAT_VERSION, PREFILLED_VERSION):
         version = payload.get("v") if isinstance(payload, dict) else None
         raise FrameCodecError(

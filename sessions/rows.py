@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from engine.json_limits import read_stored
 from engine.trace import ConfigError, GenerationConfig, Result
 
 from .codec import decode_frames
@@ -30,7 +31,7 @@ def config_from_json(text: str | None) -> GenerationConfig | dict[str, Any] | No
     # still gets to see what was used, as a plain dict.
     if text is None:
         return None
-    values = json.loads(text)
+    values = read_stored(text)
     try:
         return GenerationConfig.from_dict(values)
     except (ConfigError, TypeError):
@@ -52,10 +53,10 @@ def result_from_row(row: Mapping[str, Any], frames_data: str | None) -> Result:
     """Rebuild the Result through Result.from_dict, the one reader of stored generations."""
     frames = decode_frames(frames_data) if frames_data else []
     # Rows from before the ends column: Result.from_dict infers the EOS id from the frames.
-    ends = json.loads(row["ends"]) if row.get("ends") else {}
+    ends = read_stored(row["ends"]) if row.get("ends") else {}
     return Result.from_dict({
-        "token_ids": json.loads(row["token_ids"]), "text": row["text"], "frames": [f.to_dict() for f in frames],
-        "stats": json.loads(row["stats"]), "mask_id": row["mask_id"], "pieces": json.loads(row["pieces"]), **ends,
+        "token_ids": read_stored(row["token_ids"]), "text": row["text"], "frames": [f.to_dict() for f in frames],
+        "stats": read_stored(row["stats"]), "mask_id": row["mask_id"], "pieces": read_stored(row["pieces"]), **ends,
     })
 
 

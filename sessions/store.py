@@ -12,7 +12,6 @@ or rewrites a file it cannot read, so nothing already stored is lost on an error
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -24,6 +23,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from engine.json_limits import read_stored
 from engine.trace import GenerationConfig, Result
 
 from .codec import FrameCodecError, encode_frames
@@ -302,7 +302,7 @@ class SessionStore:
         with self._errors("listing conversations"), self._read() as db:
             rows = _rows(db, sql, [*params, int(limit), int(offset)])
         for row in rows:
-            row["meta"] = json.loads(row["meta"])
+            row["meta"] = read_stored(row["meta"])
         return rows
 
     def get_conversation(self, conversation_id: int) -> dict[str, Any]:
@@ -326,7 +326,7 @@ class SessionStore:
                 [conversation_id],
             )
             conversation = found[0]
-            conversation["meta"] = json.loads(conversation["meta"])
+            conversation["meta"] = read_stored(conversation["meta"])
             by_turn: dict[int, dict[str, Any]] = {}
             for turn in turns:
                 turn.update(generation=None, config=None, model=None, tool_calls=[])
@@ -337,7 +337,7 @@ class SessionStore:
                     turn.update(generation=result_from_row(row, row["frames_data"]),
                                 config=config_from_json(row["config"]), model=row["model"])
             for call in calls:
-                call["arguments"] = json.loads(call["arguments"])
+                call["arguments"] = read_stored(call["arguments"])
                 by_turn[call["turn_id"]]["tool_calls"].append(call)
             conversation["turns"] = turns
             return conversation
@@ -381,7 +381,7 @@ class SessionStore:
             if row["id"] in seen:
                 continue
             seen.add(row["id"])
-            row["meta"] = json.loads(row["meta"])
+            row["meta"] = read_stored(row["meta"])
             results.append(row)
         return results[: int(limit)]
 
@@ -403,7 +403,7 @@ class SessionStore:
         """Every saved preset, name -> settings, by name."""
         with self._errors("reading presets"), self._read() as db:
             rows = _rows(db, "SELECT name, settings FROM presets ORDER BY name")
-        return {row["name"]: json.loads(row["settings"]) for row in rows}
+        return {row["name"]: read_stored(row["settings"]) for row in rows}
 
     def delete_preset(self, name: str) -> bool:
         with self._errors("deleting a preset"), self._write() as db:

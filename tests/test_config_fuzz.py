@@ -89,6 +89,18 @@ def test_from_dict_raises_only_config_error(values):
     pytest.param({"sampler": "x" * 5000}, ["Unknown sampler", "…"], id="long-text"),
     pytest.param({"top_p": float("nan")}, ["Top-p", "nan"], id="nan"),
     pytest.param({"factor": 10**5000}, ["Factor", "bits"], id="huge-int"),
+    pytest.param({"temperature": 1e308}, ["Temperature", "to 100", "1e+308"], id="temperature-1e308"),
+    pytest.param({"temperature": float("inf")}, ["Temperature", "inf"], id="temperature-inf"),
+    pytest.param({"top_p": 1e308}, ["Top-p"], id="top-p-1e308"),
+    pytest.param({"top_k": 10**40}, ["Top-k"], id="top-k-huge"),
+    pytest.param({"top_k": -5}, ["Top-k"], id="top-k-negative"),
+    pytest.param({"threshold": float("-inf")}, ["Threshold"], id="threshold-minus-inf"),
+    pytest.param({"gen_length": -3}, ["Generation length"], id="gen-length-negative"),
+    pytest.param({"steps": 10**20}, ["Steps per block"], id="steps-huge"),
+    pytest.param({"seed": float("nan")}, ["Seed"], id="seed-nan"),
+    pytest.param({"factor": 1e308}, ["Factor"], id="factor-1e308"),
+    pytest.param({"entropy_bound": 1e308}, ["Entropy bound"], id="entropy-bound-1e308"),
+    pytest.param({"scaffold_threshold": 7.0}, ["Scaffold threshold"], id="scaffold-threshold-7"),
 ])
 def test_named_bad_values(changes, words):
     with pytest.raises(ConfigError) as caught:

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import json_limits
 from engine.trace import ConfigError, GenerationConfig, Result, Stats
 from engine.world.format import CALL_CLOSE, CALL_OPEN, EOS, dumps, render_call
 from engine.world.tools import FINISH
@@ -97,10 +98,9 @@ def _call_text(call: Any, where: str) -> str:
     arguments = function.get("arguments") or "{}"
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            raise bad_request(f"{where}: the arguments of {function['name'][:40]!r} are not valid JSON.",
-                              "messages") from None
+            arguments = json_limits.loads(arguments, f"{where}: the arguments of {function['name'][:40]!r}")
+        except json_limits.JsonLimitError as error:
+            raise bad_request(str(error), "messages") from None
     if not isinstance(arguments, dict):
         raise bad_request(f"{where}: the arguments of {function['name'][:40]!r} must be a JSON object.", "messages")
     return render_call(function["name"], arguments)
@@ -122,9 +122,10 @@ def read_messages(raw: Any) -> list[dict[str, str]]:
             content += "".join(_call_text(c, where) for c in message["tool_calls"])
         elif role == "tool":
             try:  # the one JSON rendering the models read tool responses in
-                content = dumps(json.loads(content))
-            except ValueError:
-                pass
+                content = dumps(json_limits.loads(content, f"{where}: the tool response"))
+            except json_limits.JsonLimitError as error:
+                if json_limits.nesting_depth(content, json_limits.MAX_DEPTH) > json_limits.MAX_DEPTH:
+                    raise bad_request(str(error), "messages") from None   # plain text stays text
         out.append({"role": role, "content": content})
     return out
 
@@ -262,14 +263,15 @@ def split_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
         end = body.find(CALL_CLOSE)
         inner, rest = (body, "") if end == -1 else (body[:end], body[end + len(CALL_CLOSE):])
         try:
-            obj, _ = decoder.raw_decode(inner.strip())
+            too_deep = json_limits.nesting_depth(inner, json_limits.MAX_DEPTH) > json_limits.MAX_DEPTH
+            obj = None if too_deep else decoder.raw_decode(inner.strip())[0]
         except ValueError:
             obj = None
         arguments = obj.get("arguments", {}) if isinstance(obj, dict) else None
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
-            except ValueError:
+                arguments = json_limits.loads(arguments, "A tool call's arguments")
+            except json_limits.JsonLimitError:
                 arguments = None
         if isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(arguments, dict):
             calls.append({"name": obj["name"], "arguments": arguments})

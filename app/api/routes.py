@@ -5,7 +5,6 @@ error object; nothing of a traceback leaves the server (it goes to the server's 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -15,6 +14,9 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from engine import json_limits
+
+from .. import cross_site
 from ..worlds import speaks_world
 from . import protocol, world
 from .canvas import committed_text, diffusing_view, text_delta
@@ -30,14 +32,14 @@ def error_response(error: ApiError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 
-def _check_key(request: Request, key: str | None) -> None:
-    if not key:
-        return
-    given = request.headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+def _check_key(request: Request, options: ApiOptions) -> None:
+    """401 without the configured key; then the cross-site rule (app/cross_site.py)."""
+    if options.api_key and not cross_site.has_valid_key(request, options.api_key):
         raise ApiError(401, "A valid API key is needed: send the header 'Authorization: Bearer <key>' with the "
                             "key the server was started with.", "invalid_request_error", "invalid_api_key")
+    refused = cross_site.refusal(request, options.allowed_origins, options.api_key)
+    if refused is not None:
+        raise ApiError(refused.status, refused.message, code=refused.code)
 
 
 async def _read_json(request: Request, limit: int) -> Any:
@@ -53,9 +55,9 @@ async def _read_json(request: Request, limit: int) -> Any:
             raise too_big
         body += part
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "The request body is not valid JSON.") from None
+        return json_limits.loads(body, "The request body", max_bytes=limit)
+    except json_limits.JsonLimitError as error:
+        raise ApiError(400, str(error)) from None
 
 
 def _sse(obj: Any) -> bytes:
@@ -159,7 +161,7 @@ def make_router(service: ChatService) -> APIRouter:
     @router.get("/v1/models")
     async def list_models(request: Request) -> JSONResponse:
         try:
-            _check_key(request, options.api_key)
+            _check_key(request, options)
             rows = await run_in_threadpool(service.models)
             return JSONResponse({"object": "list", "data": rows})
         except ApiError as error:
@@ -171,7 +173,7 @@ def make_router(service: ChatService) -> APIRouter:
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Any:
         try:
-            _check_key(request, options.api_key)
+            _check_key(request, options)
             body = await _read_json(request, options.max_body_bytes)
             chat = await run_in_threadpool(protocol.read_request, body, service.defaults_for)
             lease = await _admit(service, chat.model)
@@ -187,10 +189,10 @@ def make_router(service: ChatService) -> APIRouter:
             log.exception("POST /v1/chat/completions failed")
             return error_response(internal_error())
 
-    @router.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
+    @router.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"])
     async def unknown(request: Request, rest: str) -> JSONResponse:
         try:
-            _check_key(request, options.api_key)
+            _check_key(request, options)
         except ApiError as error:
             return error_response(error)
         known = {"models": "GET", "chat/completions": "POST"}

@@ -45,6 +45,7 @@ class ApiOptions:
     queue_limit: int = 16               # calls per model admitted at once (running + waiting)
     wait_s: float = 120.0               # longest wait for the model before answering 503
     max_body_bytes: int = 1_000_000     # larger request bodies are answered 413
+    allowed_origins: tuple[str, ...] = ()   # browser origins besides the app's own that may call (--allow-origin)
 
 
 class Lease:

@@ -189,7 +189,8 @@ def test_unknown_v1_routes_are_openai_404s(served):
     assert response.status_code == 404 and response.json()["error"]["code"] == "unknown_url"
     wrong = httpx.get(served[2] + "/chat/completions")
     assert wrong.status_code == 405 and "takes POST" in wrong.json()["error"]["message"]
-    assert httpx.post(served[2] + "/chat/completions", content=b"{not json").status_code == 400
+    assert httpx.post(served[2] + "/chat/completions", content=b"{not json",
+                      headers={"content-type": "application/json"}).status_code == 400
 
 
 def test_launch_refuses_a_network_host_without_a_key(capsys):
