@@ -15,6 +15,7 @@ from typing import Any
 
 MAX_DEPTH = 64                  # objects / arrays inside each other: far past any real request or export
 MAX_BYTES = 32 * 1024 * 1024    # a default ceiling; callers with a stated limit pass their own
+STORED_BYTES = 1 << 30          # a stored row is the app's own writing: only the depth is in doubt
 
 # a string literal, or one bracket: the scan jumps over strings in one regex step each
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
@@ -41,6 +42,11 @@ def nesting_depth(text: str, stop_past: int | None = None) -> int:
     return deepest
 
 
+def too_deep(text: str, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether `text` nests past `max_depth`: the question to ask before parsing it any other way."""
+    return nesting_depth(text, stop_past=max_depth) > max_depth
+
+
 def value_depth(value: Any, stop_past: int | None = None) -> int:
     """The same count for a value already parsed (a dict given in code), with an explicit stack."""
     deepest, stack = 0, [(value, 1)]
@@ -60,10 +66,14 @@ def _size(count: int) -> str:
     return f"{count / 1e6:.1f} MB" if count >= 1_000_000 else f"{count:,} bytes"
 
 
+def _too_deep(what: str, max_depth: int) -> JsonLimitError:
+    return JsonLimitError(f"{what} nests objects or arrays more than {max_depth} levels deep; "
+                          f"keep it to {max_depth} levels or fewer.")
+
+
 def check_depth(value: Any, what: str, max_depth: int = MAX_DEPTH) -> None:
     if value_depth(value, stop_past=max_depth) > max_depth:
-        raise JsonLimitError(f"{what} nests objects or arrays more than {max_depth} levels deep; "
-                             f"keep it under {max_depth} levels.")
+        raise _too_deep(what, max_depth)
 
 
 def loads(data: str | bytes | bytearray, what: str, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
@@ -76,9 +86,8 @@ def loads(data: str | bytes | bytearray, what: str, max_bytes: int = MAX_BYTES, 
             data = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
             raise JsonLimitError(f"{what} is not UTF-8 text, so it is not JSON.") from None
-    if nesting_depth(data, stop_past=max_depth) > max_depth:
-        raise JsonLimitError(f"{what} nests objects or arrays more than {max_depth} levels deep; "
-                             f"keep it under {max_depth} levels.")
+    if too_deep(data, max_depth):
+        raise _too_deep(what, max_depth)
     try:
         return json.loads(data)
     except json.JSONDecodeError as exc:
@@ -86,9 +95,6 @@ def loads(data: str | bytes | bytearray, what: str, max_bytes: int = MAX_BYTES, 
                              f"column {exc.colno}).") from None
     except (ValueError, RecursionError):      # a huge integer literal; recursion as the last guard
         raise JsonLimitError(f"{what} is not JSON this app can read.") from None
-
-
-STORED_BYTES = 1 << 30          # a stored row is the app's own writing: only the depth is in doubt
 
 
 def read_stored(text: str | bytes) -> Any:

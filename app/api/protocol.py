@@ -124,7 +124,7 @@ def read_messages(raw: Any) -> list[dict[str, str]]:
             try:  # the one JSON rendering the models read tool responses in
                 content = dumps(json_limits.loads(content, f"{where}: the tool response"))
             except json_limits.JsonLimitError as error:
-                if json_limits.nesting_depth(content, json_limits.MAX_DEPTH) > json_limits.MAX_DEPTH:
+                if json_limits.too_deep(content):
                     raise bad_request(str(error), "messages") from None   # plain text stays text
         out.append({"role": role, "content": content})
     return out
@@ -263,8 +263,7 @@ def split_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
         end = body.find(CALL_CLOSE)
         inner, rest = (body, "") if end == -1 else (body[:end], body[end + len(CALL_CLOSE):])
         try:
-            too_deep = json_limits.nesting_depth(inner, json_limits.MAX_DEPTH) > json_limits.MAX_DEPTH
-            obj = None if too_deep else decoder.raw_decode(inner.strip())[0]
+            obj = None if json_limits.too_deep(inner) else decoder.raw_decode(inner.strip())[0]
         except ValueError:
             obj = None
         arguments = obj.get("arguments", {}) if isinstance(obj, dict) else None
