@@ -251,7 +251,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                       [sessions_list, picker, status, transcript, opened, confirm_row], api_name="sessions_delete")
     export_btn.click(sessions.export, [opened, replay_trace], [files, preview], api_name="sessions_export")
     import_btn.upload(sessions.import_json, [import_btn, kind, query], [sessions_list, picker, status, *opening[:3]],
-                      api_name="sessions_import")
+                      api_name="sessions_import", **quiet)   # a refusal is the toast alone, no badge per output
     replay_btn.click(play_again, [replay_trace, pace], [replay_panel, replay_scrubber], api_visibility="private",
                      **quiet)
     return {"refresh": (sessions.refresh, [kind, query], listing)}

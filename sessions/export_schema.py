@@ -107,6 +107,10 @@ class ConversationImportError(ValueError):
     """A file that is not a conversation this app exported; the message is one sentence."""
 
 
+_TYPE_WORDS = {"object": "an object", "array": "a list", "string": "text", "integer": "a whole number",
+               "number": "a number", "boolean": "true or false", "null": "null"}
+
+
 def _where(path: Any) -> str:
     parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
     text = "the file" if not parts else "".join(parts).lstrip(".")
@@ -115,7 +119,8 @@ def _where(path: Any) -> str:
 
 def _reason(rule: str, value: Any, instance: Any) -> str:
     if rule == "type":
-        return f"must be {' or '.join(value) if isinstance(value, list) else value}"
+        kinds = value if isinstance(value, list) else [value]
+        return "must be " + " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
     if rule in ("maxLength", "maxItems"):
         return f"is longer than {value:,} characters" if rule == "maxLength" else f"has more than {value:,} items"
     if rule == "minLength":

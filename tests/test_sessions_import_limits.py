@@ -48,10 +48,10 @@ def _doc(**fields) -> str:
 
 
 @pytest.mark.parametrize("document, words", [
-    (_doc(meta=7), "meta must be object or null"),
-    (_doc(meta=[1, 2]), "meta must be object or null"),
-    (_doc(meta="abc"), "meta must be object or null"),
-    (_doc(turns=[{**TURN, "tool_calls": 5}]), "turns[0].tool_calls must be array or null"),
+    (_doc(meta=7), "meta must be an object or null"),
+    (_doc(meta=[1, 2]), "meta must be an object or null"),
+    (_doc(meta="abc"), "meta must be an object or null"),
+    (_doc(turns=[{**TURN, "tool_calls": 5}]), "turns[0].tool_calls must be a list or null"),
     (_doc(title="x" * 10_000_000), "title is longer than"),
     (_doc(title="x" * (MAX_TITLE_CHARS + 1)), f"title is longer than {MAX_TITLE_CHARS:,}"),
     (_doc(turns=[TURN] * 100_000), f"turns has more than {MAX_TURNS:,} items"),
