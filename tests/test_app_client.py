@@ -9,10 +9,10 @@ import time
 import pytest
 from gradio_client import Client
 
-from engine.world.tasks import load_heldout_tasks
 from tests.e2e.app_fakes import fake_backends, fake_context, running_app
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
+from world.tasks import load_heldout_tasks
 
 pytestmark = pytest.mark.slow
 # the controls in the page's order (app/controls.py); a run's API takes their values positionally

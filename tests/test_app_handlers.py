@@ -20,11 +20,11 @@ from app.models_tab import ModelsHandlers
 from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
-from engine.world.format import render_call
-from engine.world.tasks import load_heldout_tasks, make_task
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
+from world.format import render_call
+from world.tasks import load_heldout_tasks, make_task
 
 NAMES = ("gen_length", "block_size", "steps", "sampler", "threshold", "temperature", "seed")
 SETTINGS = (64, 16, 8, "threshold", 0.9, 0.0, 0)

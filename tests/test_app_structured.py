@@ -17,11 +17,11 @@ from app.compare import CompareHandlers
 from app.sessions_tab import SessionsHandlers
 from app.structured import EXAMPLE_PROMPT, EXAMPLE_SCHEMA, EXAMPLE_TEXT, load_example, parse_schema, shown_json
 from engine.trace import ConfigError, GenerationConfig
-from engine.world.tasks import make_task
 from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.scaffold_models import RandomLogits
 from tests.world.scripted import oracle_target, world_format
+from world.tasks import make_task
 
 OUT = {name: i for i, name in enumerate(CHAT_OUTPUTS)}
 SETTINGS = {"gen_length": 64, "block_size": 16, "steps": 8, "sampler": "threshold", "threshold": 0.9,

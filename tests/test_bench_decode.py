@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from engine import bench
-from engine.bench_decode import PROMPTS, RANDOM_MODELS, same_rounds
+import bench
+from bench.decode import PROMPTS, RANDOM_MODELS, same_rounds
 
 
 @pytest.mark.parametrize("model", sorted(RANDOM_MODELS))

@@ -6,9 +6,9 @@ import json
 
 from app.chat import stored_world
 from app.worlds import DEFAULT_WORLD, PER_STYLE, world_from_spec, world_spec_for
-from engine.world import entities as E
-from engine.world.state import make_world
-from engine.world.tools import call_tool
+from world import entities as E
+from world.state import make_world
+from world.tools import call_tool
 
 OLD_SPEC = {"seed": 0, "split": "heldout", "setup": {}}     # what chats stored before every style was stocked
 

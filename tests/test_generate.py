@@ -4,7 +4,8 @@ one-token-per-forward reference against the parallel sampler."""
 import pytest
 import torch
 
-from engine.generate import generate, run, summarize
+from engine.generate import generate, run
+from engine.result import summarize
 from engine.samplers import SAMPLERS
 from engine.trace import ConfigError, GenerationConfig
 from tests.fakes import EOS, MASK, CharTokenizer, FakeARBackend, FakeDiffusionBackend

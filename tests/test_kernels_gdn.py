@@ -153,7 +153,7 @@ def test_cpu_only_use_needs_no_triton():
     """With triton unimportable (sys.modules entry None), the torch paths and the bench module still work."""
     script = (
         "import sys; sys.modules['triton'] = None\n"
-        "import torch, kernels.bench\n"
+        "import torch, bench.kernels\n"
         "from kernels.gated_delta import gated_delta_rule\n"
         "from kernels.block_softmax import block_softmax_with_history\n"
         "x = torch.randn(1, 5, 2, 8)\n"

@@ -1,5 +1,5 @@
 """Model-written LaTeX is compiled without reading outside files or running commands
-(engine/world/pdflatex.py). Each attack is a document that compiles either way; the PDF's text
+(world/pdflatex.py). Each attack is a document that compiles either way; the PDF's text
 shows whether it read the secret. The control compiles the same document with ordinary file
 access and finds the secret, so the check can fail."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.world.documents import check_document, make_doc_task
-from engine.world.pdflatex import compile_untrusted
+from world.documents import check_document, make_doc_task
+from world.pdflatex import compile_untrusted
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
                                 reason="pdflatex or pdftotext is not installed (apt-get install texlive-latex-base "

@@ -6,23 +6,26 @@ sentences for what cannot work, Frame compatibility, and bench --scaffold."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import torch
 
-from engine.bench import run_agent_benchmark
-from engine.generate import run
+from bench.agent import run_agent_benchmark
+from engine.generate import run as run_with
 from engine.scaffold import machine
 from engine.scaffold.schema import STRING_CHARS, compile_schema, longest, schema_problem
 from engine.scaffold.target import tool_call_shape
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
-from engine.world.format import ParseError, parse_call
-from engine.world.tasks import load_heldout_tasks
-from engine.world.tools import TOOLS
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.scaffold_models import RandomLogits, sprout_twins
 from tests.test_scaffold_schemas import check_frames
 from tests.world.scripted import babbling_ar, oracle_diffusion
+from world.format import TOOL_CALLS, ParseError, parse_call
+from world.tasks import load_heldout_tasks
+from world.tools import TOOLS
+
+run = partial(run_with, tools=TOOL_CALLS)   # scaffolded tool calls are written from the world's registry
 
 CONFIG = GenerationConfig(gen_length=128, block_size=16, steps=16, sampler="prefix_threshold", threshold=0.9,
                           scaffold=True)
@@ -31,7 +34,7 @@ WORDS = ["blue", "dress", "size", "L", "add", "cart", "Cleo Abbott", "P3K7", "in
 
 
 def test_the_call_prefix_is_forced_and_the_name_is_the_first_choice():
-    state = machine.start(tool_call_shape())
+    state = machine.start(tool_call_shape(TOOL_CALLS))
     assert machine.forced(state) == '<tool_call>{"name":"'
     state = machine.advance(state, machine.forced(state))
     starts = {t["name"][0] for t in TOOLS}
@@ -41,7 +44,7 @@ def test_the_call_prefix_is_forced_and_the_name_is_the_first_choice():
 
 
 def test_optional_keys_are_the_models_choice_in_schema_order():
-    state = machine.advance(machine.start(tool_call_shape()),
+    state = machine.advance(machine.start(tool_call_shape(TOOL_CALLS)),
                             '<tool_call>{"name":"search_products","arguments":{"query":"dress')
     assert machine.advance(state, '","c') and machine.advance(state, '","s') and machine.advance(state, '"}}')
     assert not machine.advance(state, '","q')                            # no key twice
@@ -52,7 +55,7 @@ def test_optional_keys_are_the_models_choice_in_schema_order():
 
 
 def test_placeable_leaves_a_quote_and_its_choice_to_one_token():
-    state = machine.advance(machine.start(tool_call_shape()),
+    state = machine.advance(machine.start(tool_call_shape(TOOL_CALLS)),
                             '<tool_call>{"name":"search_products","arguments":{"query":"dress","color":"blue')
     assert machine.forced(state) == '"' and machine.placeable(state) == ""   # the model writes `","` or `"}}`
 
@@ -113,7 +116,7 @@ def fuzzed_prompt(rng) -> list[dict[str, str]]:
     return messages
 
 
-FUZZ_PROMPTS = 300   # in the test; the 10,000-prompt run is `python -m engine.bench fuzz` (models/README.md)
+FUZZ_PROMPTS = 300   # in the test; the 10,000-prompt run is `python -m bench fuzz` (models/README.md)
 
 
 def test_fuzzed_prompts_through_the_scaffold_never_give_a_parse_error():
@@ -240,7 +243,7 @@ def test_bench_runs_both_modes_in_one_run_with_forwards_per_call():
 def test_bench_episodes_start_with_no_prompt_cached(twins, monkeypatch):
     """With --scaffold one backend runs each task twice in a row; the second run must not find
     the first's prompts cached (free prefills the first run did not have)."""
-    import engine.bench as bench
+    import bench.agent as bench
 
     kept_at_start, original = [], bench.run_episode
 
@@ -300,8 +303,8 @@ def test_the_honest_reply_outside_the_world_fits_finish_whole(intent):
     """finish's answer has no maxLength: its budget must hold the sentence the twins are trained
     to give outside the world (with a 64-character budget the scaffold cut it, and the grader
     failed the task)."""
-    from engine.world.format import render_call
-    from engine.world.templates import ANSWERS
+    from world.format import render_call
+    from world.templates import ANSWERS
 
     sentence = ANSWERS[intent]
     backend = FakeDiffusionBackend(render_call("finish", {"answer": sentence}))   # one token per character
@@ -309,3 +312,11 @@ def test_the_honest_reply_outside_the_world_fits_finish_whole(intent):
     parsed = parse_call(result.text)
     assert not isinstance(parsed, ParseError) and result.schema_error == ""
     assert parsed.arguments == {"answer": sentence}
+
+
+def test_a_scaffolded_tool_call_needs_the_tools_it_may_call():
+    """The engine knows no world: without the registry (and without a schema) there is nothing to write."""
+    for kind in ("diffusion", "autoregressive"):
+        backend = RandomLogits(kind, seed=1, scale=1.0)
+        with pytest.raises(ConfigError, match="neither the tools it may call nor a schema"):
+            run_with(backend, backend.encode_chat([{"role": "user", "content": "hi"}]), CONFIG)

@@ -5,14 +5,19 @@ chunk) and with sliding blocks. Forwards per tool call in the benchmark are thes
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 
-from engine.generate import run
+from engine.generate import run as run_with
 from engine.trace import GenerationConfig
 from tests.scaffold_models import sprout_twins
 from tests.test_scaffold import fuzzed_prompt
 from tests.test_scaffold_schemas import check_frames
+from world.format import TOOL_CALLS
+
+run = partial(run_with, tools=TOOL_CALLS)   # scaffolded tool calls are written from the world's registry
 
 PASSES = ("prefill", "commit", "denoise", "commit_then_denoise")
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from engine.generate import run
 from engine.scaffold.schema import STRING_CHARS, compile_schema, longest
 from engine.trace import GenerationConfig
-from engine.world import entities as E
 from tests.scaffold_models import RandomLogits, sprout_twins
+from world import entities as E
 
 WORDS = list(E.COLORS) + list(E.SIZES) + ["dress", "jacket", "paid", "unpaid", "ECO3", "P3K7"]
 PATTERNS = ["^[A-Z][0-9]{2,3}$", "^[a-z]{1,6}$", "^P[0-9]{1,4}$", "^[A-Z]{3}[0-9]$", "[0-9]"]

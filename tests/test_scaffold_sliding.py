@@ -6,16 +6,19 @@ when the grid's lines would have cut a confident walk short."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import torch
 
-from engine.generate import run
+from engine.generate import run as run_with
 from engine.trace import GenerationConfig
-from engine.world.format import ParseError, parse_call
 from tests.scaffold_models import RandomLogits, Speller, sprout_twins
 from tests.test_scaffold import fuzzed_prompt
 from tests.test_scaffold_schemas import check_frames
+from world.format import TOOL_CALLS, ParseError, parse_call
+
+run = partial(run_with, tools=TOOL_CALLS)   # scaffolded tool calls are written from the world's registry
 
 CONFIG = GenerationConfig(gen_length=96, block_size=16, steps=16, sampler="prefix_threshold", threshold=0.9,
                           scaffold=True)

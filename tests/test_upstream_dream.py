@@ -1,4 +1,4 @@
-"""The engine decodes as Dream's own loop does (engine/upstream/dream.py): same tiny random
+"""The engine decodes as Dream's own loop does (reference/dream.py): same tiny random
 bidirectional model read with a logit shift, matched noise, the canvas compared after every round."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from engine.backends.full_attention import FullAttentionBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.upstream import dream as reference
-from engine.upstream.noise import damp_mask_logit
+from reference import dream as reference
+from reference.noise import damp_mask_logit
 
 # 3, 8, 5 and 16 tokens: the canvas is one block of 16, so the prompt is and is not a multiple of it
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13], list(range(20, 36)))

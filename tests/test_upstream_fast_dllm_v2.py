@@ -1,4 +1,4 @@
-"""The engine decodes as Fast-dLLM v2's own loop does (engine/upstream/fast_dllm_v2.py): same
+"""The engine decodes as Fast-dLLM v2's own loop does (reference/fast_dllm_v2.py): same
 tiny random block-causal model read with a logit shift, same prompt, matched noise, the canvas
 compared after every round."""
 
@@ -13,7 +13,7 @@ import tests.tiny_models as tm
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.upstream import fast_dllm_v2 as reference
+from reference import fast_dllm_v2 as reference
 
 # 3 and 5 tokens (inside the first block), 16 (whole blocks: a greedy first token), 11 (a tail)
 PROMPTS = ([17, 40, 61], [9, 70, 31, 52, 13], list(range(20, 36)), list(range(40, 51)))

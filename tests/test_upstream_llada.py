@@ -1,4 +1,4 @@
-"""The engine decodes as LLaDA's and Fast-dLLM v1's own loops do (engine/upstream/llada.py):
+"""The engine decodes as LLaDA's and Fast-dLLM v1's own loops do (reference/llada.py):
 same tiny random model, same prompt, matched noise, the canvas compared after every round."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from engine.backends.full_attention import FullAttentionBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.upstream import llada as reference
-from engine.upstream.noise import damp_mask_logit
+from reference import llada as reference
+from reference.noise import damp_mask_logit
 
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13])   # 3, 8 and 5 tokens
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)

@@ -1,4 +1,4 @@
-"""The engine decodes as LLaDA2.0's own `generate` does (engine/upstream/llada2.py): same tiny
+"""The engine decodes as LLaDA2.0's own `generate` does (reference/llada2.py): same tiny
 random block-causal model, no cache, matched noise, the canvas compared after every round."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from engine.backends.block_causal import BlockCausalBackend
 from engine.catalog import DECODINGS, PRESETS_BY_NAME, build_backend
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.upstream import llada2 as reference
-from engine.upstream.noise import damp_mask_logit
+from reference import llada2 as reference
+from reference.noise import damp_mask_logit
 
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13])   # 3, 8 and 5 tokens
 

@@ -1,6 +1,6 @@
 """Exact ties: LLaDA's and Fast-dLLM v1's torch.topk over prompt + canvas decides which of several
 equal confidences goes first, and the engine ranks over the same row (samplers.row_top_k), so the
-canvas still equals the reference loop's (engine/upstream/llada.py) after every round.
+canvas still equals the reference loop's (reference/llada.py) after every round.
 
 The tiny masked LM's head is overwritten at fixed positions, as a trained model's EOS tail is:
 positions i with i mod 8 in SURE get a row whose untempered softmax is exactly 1.0 in float64
@@ -15,8 +15,8 @@ import torch
 import engine.samplers as samplers
 import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
-from engine.upstream import llada as reference
-from engine.upstream.noise import damp_mask_logit
+from reference import llada as reference
+from reference.noise import damp_mask_logit
 from tests.test_upstream_llada import PROMPTS, engine_canvases
 
 SURE, UNSURE = (1, 2, 6), (3, 4, 7)

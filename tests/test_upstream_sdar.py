@@ -1,4 +1,4 @@
-"""The engine decodes as SDAR's own loop does (engine/upstream/sdar.py): same tiny random
+"""The engine decodes as SDAR's own loop does (reference/sdar.py): same tiny random
 block-causal model, same prompt, matched noise, the canvas compared after every round."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import tests.tiny_models as tm
 from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.upstream import sdar as reference
+from reference import sdar as reference
 
 PROMPTS = ([17, 40, 61], [22, 33, 44, 55, 66, 77, 88, 12], [9, 70, 31, 52, 13])   # 3, 8 and 5 tokens
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)

@@ -185,7 +185,7 @@ def test_aligned_blocks_are_drawn_at_their_real_bounds():
     and the canvas runs past gen_length: the grid draws the bounds the engine decoded
     (engine.generate.block_slices), clipped to the generation length, and outlines the block the
     frame worked on."""
-    from engine.generate import block_slices
+    from engine.blocks import block_slices
     from engine.trace import GenerationConfig
     from visualizer.grid import block_bounds
 
