@@ -12,7 +12,7 @@ from engine.generate import run
 from engine.metrics import LABELS, Ends, ModelClock, answer_commits, answer_progress, numbers, summary_line
 from engine.trace import Frame, GenerationConfig, Result
 from tests.fakes import FakeDiffusionBackend
-from tests.test_visualizer_traces import (
+from tests.visualizer.test_visualizer_traces import (
     EOS,
     EOS_ANSWER,
     EOS_ANSWER_PER_FRAME,

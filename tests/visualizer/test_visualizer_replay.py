@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 import pytest
 
 from engine.trace import Frame
-from tests.test_visualizer_traces import CONFIG, PIECES, make_ar_frames, make_result
+from tests.visualizer.test_visualizer_traces import CONFIG, PIECES, make_ar_frames, make_result
 from visualizer.grid import visible_piece
 from visualizer.replay import json_for_script, standalone_replay_html
 
@@ -152,7 +152,7 @@ def test_default_speed_plays_for_at_least_two_seconds(frames):
 
 
 def test_payload_names_the_end_ids_and_the_pace():
-    from tests.test_visualizer_traces import make_eos_result
+    from tests.visualizer.test_visualizer_traces import make_eos_result
 
     payload = json.loads(TRACE_RE.findall(standalone_replay_html(make_eos_result(), "t", "p", "m", None))[0])
     assert payload["eos_ids"] == [1] and payload["pad_id"] == 0
@@ -162,7 +162,7 @@ def test_payload_names_the_end_ids_and_the_pace():
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed; the JS player is not executed")
 def test_player_draws_the_eos_fill_as_the_end_not_as_new():
-    from tests.test_visualizer_traces import EOS_GEN_LENGTH, make_eos_result
+    from tests.visualizer.test_visualizer_traces import EOS_GEN_LENGTH, make_eos_result
 
     page = standalone_replay_html(make_eos_result(), "t", "p", "m", {"gen_length": EOS_GEN_LENGTH, "block_size": 4})
     program = _FAKE_DOM.replace("TRACE_TEXT", json.dumps(TRACE_RE.findall(page)[0])).replace(

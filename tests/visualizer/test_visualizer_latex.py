@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_visualizer_traces import make_result
+from tests.visualizer.test_visualizer_traces import make_result
 from visualizer.latex import latex_document, latex_escape
 from world.pdflatex import compile_untrusted
 

@@ -4,7 +4,7 @@ drawn as the answer's end in the app's panel."""
 from __future__ import annotations
 
 from app.live import REPLAY_MS, TraceView, replay
-from tests.test_visualizer_traces import CONFIG, make_ar_frames, make_eos_result, make_result
+from tests.visualizer.test_visualizer_traces import CONFIG, make_ar_frames, make_eos_result, make_result
 
 
 def test_replay_starts_before_the_first_forward_and_waits_the_pace_each_round():

@@ -13,9 +13,9 @@ import torch
 
 from engine.generate import run as run_with
 from engine.trace import GenerationConfig
+from tests.engine.test_scaffold import fuzzed_prompt
+from tests.engine.test_scaffold_schemas import check_frames
 from tests.scaffold_models import RandomLogits, Speller, sprout_twins
-from tests.test_scaffold import fuzzed_prompt
-from tests.test_scaffold_schemas import check_frames
 from world.format import TOOL_CALLS, ParseError, parse_call
 
 run = partial(run_with, tools=TOOL_CALLS)   # scaffolded tool calls are written from the world's registry

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from app.exports import ConversationImportError, export_conversation, import_conversation
 from sessions import SessionStore
 from sessions.export_schema import MAX_FILE_BYTES, MAX_TITLE_CHARS, MAX_TURNS
-from tests.test_visualizer_traces import make_result
+from tests.visualizer.test_visualizer_traces import make_result
 
 TURN = {"role": "user", "content": "hello"}
 

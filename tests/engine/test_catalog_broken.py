@@ -11,7 +11,7 @@ import pytest
 from engine import catalog
 
 BUNDLED = ("sprout-bd", "sprout-ar")
-REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
+REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 def _folder(root: Path, name: str, config: str) -> Path:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine.trace import Frame
 from sessions.codec import FrameCodecError, decode_frames, encode_frames
-from tests.test_visualizer_traces import make_ar_frames, make_frames
+from tests.visualizer.test_visualizer_traces import make_ar_frames, make_frames
 
 canvases = st.lists(st.integers(min_value=0, max_value=5), max_size=12)
 frames_strategy = st.lists(
@@ -56,7 +56,7 @@ def test_unknown_version_is_a_sentence():
 
 
 def test_scaffolded_frames_keep_their_prefilled_positions():
-    from tests.test_visualizer_prefilled import scaffolded_frames
+    from tests.visualizer.test_visualizer_prefilled import scaffolded_frames
 
     frames = scaffolded_frames()
     stored = encode_frames(frames)

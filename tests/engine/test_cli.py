@@ -125,6 +125,6 @@ def test_the_old_module_name_still_runs_the_cli():
     from pathlib import Path
 
     done = subprocess.run([sys.executable, "-m", "engine.generate", "--help"], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+                          cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "--model" in done.stdout and "python -m engine.cli" in done.stdout

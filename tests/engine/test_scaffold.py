@@ -17,9 +17,9 @@ from engine.scaffold import machine
 from engine.scaffold.schema import STRING_CHARS, compile_schema, longest, schema_problem
 from engine.scaffold.target import tool_call_shape
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
+from tests.engine.test_scaffold_schemas import check_frames
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.scaffold_models import RandomLogits, sprout_twins
-from tests.test_scaffold_schemas import check_frames
 from tests.world.scripted import babbling_ar, oracle_diffusion
 from world.format import TOOL_CALLS, ParseError, parse_call
 from world.tasks import load_heldout_tasks

@@ -5,7 +5,14 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
-from tests.test_visualizer_traces import BLOCK_SIZE, EXPECTED_NFE, GEN_LENGTH, PIECES, make_ar_frames, make_frames
+from tests.visualizer.test_visualizer_traces import (
+    BLOCK_SIZE,
+    EXPECTED_NFE,
+    GEN_LENGTH,
+    PIECES,
+    make_ar_frames,
+    make_frames,
+)
 from visualizer.plots import commits_per_forward, decision_heatmap, race_plot
 
 
@@ -50,7 +57,7 @@ def test_empty_trace_gives_empty_figures():
 
 def test_axes_of_counts_tick_at_whole_numbers_only():
     from engine.metrics import Ends
-    from tests.test_visualizer_traces import EOS, EOS_GEN_LENGTH, MASK, PIECES, make_eos_frames
+    from tests.visualizer.test_visualizer_traces import EOS, EOS_GEN_LENGTH, MASK, PIECES, make_eos_frames
     from visualizer import commits_per_forward, decision_heatmap, race_plot
 
     frames = make_eos_frames()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.trace import GenerationConfig
 from sessions import ConversationNotFound, SessionStore, StoreError, default_db_path
-from tests.test_visualizer_traces import CONFIG, make_result
+from tests.visualizer.test_visualizer_traces import CONFIG, make_result
 
 TABLES = ("conversations", "turns", "generations", "frames", "tool_calls")
 TOOL_CALLS = [
@@ -62,7 +62,7 @@ def test_round_trip_replays_identical_frames(store):
 
 
 def test_an_ar_trace_stored_with_display_groups_reads_back_as_blocks_of_one(store):
-    from tests.test_visualizer_traces import make_ar_frames
+    from tests.visualizer.test_visualizer_traces import make_ar_frames
 
     frames = make_ar_frames(6)
     grouped = [dataclasses.replace(f, block=i // 4, round=i % 4) for i, f in enumerate(frames)]

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from engine.trace import Frame, Result, Stats
-from tests.test_visualizer_grid import parse
-from tests.test_visualizer_traces import make_frames
+from tests.visualizer.test_visualizer_grid import parse
+from tests.visualizer.test_visualizer_traces import make_frames
 from visualizer.grid import GRID_CSS, legend_html, prefilled_positions, render_grid
 from visualizer.replay import standalone_replay_html
 

@@ -196,7 +196,7 @@ TRITON_CASES = [  # (B, T, K, V, chunk_size, with_state)
 TRITON_SCRIPT = """
 import json, sys, torch
 from kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
-from tests.test_kernels_gdn import TRITON_CASES, make_inputs, ref_chunk_states, rel_err, gated_delta_rule_ref
+from tests.kernels.test_kernels_gdn import TRITON_CASES, make_inputs, ref_chunk_states, rel_err, gated_delta_rule_ref
 results = []
 for B, T, K, V, C, with_state in TRITON_CASES:
     q, k, v, g, beta, state = make_inputs(B=B, T=T, H=2, K=K, V=V, with_state=with_state)

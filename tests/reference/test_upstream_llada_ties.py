@@ -17,7 +17,7 @@ import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
 from reference import llada as reference
 from reference.noise import damp_mask_logit
-from tests.test_upstream_llada import PROMPTS, engine_canvases
+from tests.reference.test_upstream_llada import PROMPTS, engine_canvases
 
 SURE, UNSURE = (1, 2, 6), (3, 4, 7)
 

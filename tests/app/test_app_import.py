@@ -11,7 +11,7 @@ from gradio_client import Client, handle_file
 
 from engine.trace import GenerationConfig
 from tests.e2e.app_fakes import fake_context, running_app
-from tests.test_visualizer_traces import make_eos_result, make_result
+from tests.visualizer.test_visualizer_traces import make_eos_result, make_result
 
 pytestmark = pytest.mark.slow
 

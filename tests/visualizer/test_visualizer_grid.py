@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.trace import Frame
-from tests.test_visualizer_traces import (
+from tests.visualizer.test_visualizer_traces import (
     BLOCK_SIZE,
     EXPECTED_CONFIDENCE,
     EXPECTED_NFE,
@@ -132,7 +132,7 @@ def test_new_this_round_is_marked_by_more_than_colour():
 
 def test_eos_fill_is_drawn_as_the_end_and_not_counted():
     from engine.metrics import Ends
-    from tests.test_visualizer_traces import EOS, EOS_GEN_LENGTH, make_eos_frames
+    from tests.visualizer.test_visualizer_traces import EOS, EOS_GEN_LENGTH, make_eos_frames
 
     ends = Ends(frozenset({EOS}), 0, MASK)
     html = render_grid(make_eos_frames(), {**PIECES, EOS: "<eos>"}, MASK, EOS_GEN_LENGTH, 4, ends=ends)

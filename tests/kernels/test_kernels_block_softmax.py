@@ -130,7 +130,7 @@ TRITON_CASES = [  # (B, L, D, DV, logit_shape, masked)
 TRITON_SCRIPT = """
 import json
 from kernels.triton_block_softmax import block_softmax_with_history_triton
-from tests.test_kernels_block_softmax import TRITON_CASES, make_inputs, rel_err, block_softmax_with_history_ref
+from tests.kernels.test_kernels_block_softmax import TRITON_CASES, make_inputs, rel_err, block_softmax_with_history_ref
 errors = []
 for B, L, D, DV, logit_shape, masked in TRITON_CASES:
     q, k, v, history, logit, key_mask = make_inputs(B=B, L=L, D=D, DV=DV, logit_shape=logit_shape, masked=masked)
