@@ -48,13 +48,13 @@ MAX_TOOL_STEPS = 8            # model replies per answer (tool calls, parse erro
 def speaks_world(backend: Any) -> bool:
     """Whether the model writes its world's agent format natively (every reply a tool call, the
     answer the call finish): Sprout, and fakes that stand in for it."""
-    return getattr(backend, "chat_format", None) == "world"
+    return backend.chat_format == "world"
 
 
 def one_request(backend: Any) -> bool:
     """Whether the model was trained on one request per conversation (Sprout: every training
     transcript is one request, its tool calls and its answer)."""
-    return bool(getattr(backend, "one_request_per_chat", False))
+    return backend.one_request_per_chat
 
 
 def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str, str]]:

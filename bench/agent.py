@@ -131,7 +131,7 @@ def _forget_prompts(backend: Any) -> None:
     """Every episode starts with no prompt kept (Sprout's PromptCache). With --scaffold one backend
     runs each task twice in a row, and the second run would find the first's prompts cached: its
     prefills free, a head start the first run did not have."""
-    kept = getattr(backend, "prompt_cache", None)
+    kept = backend.prompt_cache
     if kept is not None:
         kept.clear()
 

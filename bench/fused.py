@@ -22,7 +22,7 @@ def run_fused(backend: Any, tasks: list[dict[str, Any]], attempts: int = 2) -> d
     from bench.agent import DEFAULT_CONFIG
     from world.agent import run_episode
 
-    if not hasattr(backend, "fuse_commit"):
+    if not backend.can_fuse_commit:
         raise ValueError(f"{getattr(backend, 'name', 'this model')} has no fused pass (only Sprout-BD does).")
     run_episode(backend, tasks[0], DEFAULT_CONFIG)                              # warm-up, not counted
     seconds = {True: 0.0, False: 0.0}

@@ -28,7 +28,7 @@ SETTINGS = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor
 def render_canvas(frame: Frame, backend, color: bool) -> str:
     """One line of the canvas: masks as a glyph, EOS/pad as a dim dot, this round's tokens
     highlighted (ANSI) when `color`."""
-    mask_id = getattr(backend, "mask_id", None) if backend.kind == "diffusion" else None
+    mask_id = backend.mask_id if backend.kind == "diffusion" else None
     fresh = {p for p, _, _ in frame.committed}
     parts = []
     for pos, token in enumerate(frame.canvas):

@@ -57,7 +57,7 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig,
             f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
             f"or the generation length."
         )
-    if getattr(backend, "remote", False):      # served elsewhere (engine/backends/remote.py)
+    if backend.remote:                         # served elsewhere (engine/backends/remote.py)
         if config.scaffolded:
             raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
                               "turn scaffolded decoding off or pick a local model.")
@@ -160,10 +160,10 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
     # threshold loop at T = 0 would then never end); trained models give it ~0 anyway.
     if follows_dream(config):
         chosen, tokens, conf = dream_round(
-            logits, masked, config, round_index, generator, dtype=getattr(backend, "logits_dtype", torch.float32),
+            logits, masked, config, round_index, generator, dtype=backend.logits_dtype,
             offset=prompt_length + span.start, length=prompt_length + canvas.shape[1], never=backend.mask_id)
     else:
-        dtype = getattr(backend, "logits_dtype", torch.float32) if config.model_dtype_probs else None
+        dtype = backend.logits_dtype if config.model_dtype_probs else None
         tokens, probs = propose(logits, config.temperature, config.top_p, config.top_k, generator,
                                 untempered_confidence=config.untempered_confidence, never=backend.mask_id,
                                 dtype=dtype)
@@ -195,7 +195,7 @@ def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool
 def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
     clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)
-    if config.aligned_blocks and not getattr(backend, "supports_aligned_blocks", False):
+    if config.aligned_blocks and not backend.supports_aligned_blocks:
         raise ConfigError(f"{backend.name} cannot align blocks to the prompt (only block-causal models can): "
                           f"turn aligned blocks off.")
     blocks = block_slices(len(prompt), config)

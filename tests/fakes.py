@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from engine.backends.base import Capabilities
+
 PAD, EOS, MASK = 0, 1, 2
 SPECIALS = {PAD: "<pad>", EOS: "<eos>", MASK: "<mask>"}
 DEFAULT_ALPHABET = string.printable
@@ -70,7 +72,7 @@ class CharTokenizer:
 Target = str | Sequence[int] | Callable[[str], str | Sequence[int]]
 
 
-class _FakeBase:
+class _FakeBase(Capabilities):
     """What both fakes share: tokenizer, chat encoding, the target, seeded logits."""
 
     kind = "?"

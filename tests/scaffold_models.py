@@ -9,6 +9,7 @@ import hashlib
 
 import torch
 
+from engine.backends.base import Capabilities
 from engine.backends.sprout import SproutARBackend, SproutBackend
 from sprout.chat import EOS, MASK, PAD, render_chat
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
@@ -20,12 +21,13 @@ def sprout_twins(seed: int = 0) -> tuple[SproutBackend, SproutARBackend]:
             SproutARBackend(tiny_sprout(causal=True, seed=seed + 1), tok, name="tiny-ar"))
 
 
-class RandomLogits:
+class RandomLogits(Capabilities):
     """A diffusion (or, with kind="autoregressive", AR) backend over the tiny Sprout tokenizer
     whose logits are noise seeded by the prompt and the canvas: deterministic, model-free."""
 
     chat_format = "world"
     logit_shift = False
+    can_extend = True                   # extend() below (read by the AR kind only)
 
     def __init__(self, kind: str = "diffusion", scale: float = 4.0, seed: int = 0) -> None:
         self.tokenizer = tiny_tokenizer()

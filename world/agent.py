@@ -76,7 +76,7 @@ def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
 def _default_system(backend: Any) -> str | None:
     """The corpus has no system turn, so world-format models get none; a remote model gets the
     tools as the API's `tools` (engine/backends/remote.py); others need the tool list."""
-    if backend is None or getattr(backend, "chat_format", None) == "world" or getattr(backend, "sends_tools", False):
+    if backend is None or backend.chat_format == "world" or backend.sends_tools:
         return None
     return "full"
 

@@ -16,6 +16,24 @@ import torch
 from engine.errors import BackendError  # noqa: F401  (defined there; callers import it from here too)
 
 
+class Capabilities:
+    """What a backend may offer beyond the core protocol, each with the value of a backend that does
+    not offer it. Every backend inherits this class (engine/backends/*.py and the stand-ins in tests),
+    so the engine, the world and the app read these attributes and never probe with getattr."""
+
+    remote: bool = False                 # served elsewhere: generate hands the whole run to stream()
+    chat_format: str | None = None       # "world": writes the agent world's format (Sprout); "openai": a server's
+    sends_tools: bool = False            # the tools travel in the request, so no tool list in a system prompt
+    one_request_per_chat: bool = False   # weights trained on one request: the latest request is the context
+    logits_dtype: torch.dtype = torch.float32   # what the logits come in (model_dtype_probs samples in it)
+    supports_aligned_blocks: bool = False  # block-causal: blocks may sit at multiples of the block size
+    slides_blocks: bool = False          # trained with shifted blocks: a block may start at any position
+    can_extend: bool = False             # AR: extend(ids) appends several known tokens in one forward
+    can_fuse_commit: bool = False        # diffusion: a block commit runs fused with the next denoise (Sprout-BD)
+    prompt_cache: object | None = None   # Sprout: states of earlier prompts kept between calls (PromptCache)
+    mask_id: int | None = None           # diffusion backends set it (DiffusionBackend)
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
@@ -25,6 +43,17 @@ class Backend(Protocol):
     eos_ids: frozenset[int]     # ids that end generation (EOS, end-of-turn)
     pad_id: int | None
     max_length: int             # context the model can take: prompt + generated
+    # The optional capabilities, with their defaults in Capabilities:
+    remote: bool
+    chat_format: str | None
+    sends_tools: bool
+    one_request_per_chat: bool
+    logits_dtype: torch.dtype
+    supports_aligned_blocks: bool
+    slides_blocks: bool
+    can_extend: bool
+    can_fuse_commit: bool
+    prompt_cache: object | None
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         """Prompt ids for a chat (role/content dicts), ending where the assistant speaks."""
@@ -41,8 +70,9 @@ class DiffusionBackend(Backend, Protocol):
     mask_id: int
     logit_shift: bool
 
-    def prefill(self, prompt_ids: torch.Tensor) -> None:
-        """Start a generation: (1, P) prompt ids. Resets and fills any cache."""
+    def prefill(self, prompt_ids: torch.Tensor, block_size: int | None = None) -> None:
+        """Start a generation: (1, P) prompt ids. Resets and fills any cache. `block_size` is given
+        with aligned blocks (supports_aligned_blocks): the prompt's tail then shares the first block."""
 
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
         """Logits (1, len(block), V) for the positions of `block` in the (1, L) canvas.
@@ -60,8 +90,9 @@ class AutoregressiveBackend(Backend, Protocol):
     def step(self, token_id: int) -> torch.Tensor:
         """Append one token -> logits (1, V) for the next one."""
 
-    # Optional: `extend(ids) -> logits (1, V)` appends several known tokens in one forward
-    # (scaffolded decoding's jump-forward, engine/scaffold/jump.py); without it they go one `step` each.
+    def extend(self, ids: list[int]) -> torch.Tensor:
+        """Only where can_extend: append several known tokens in one forward -> logits (1, V) for the
+        next (scaffolded decoding's jump-forward, engine/scaffold/jump.py); else they go one `step` each."""
 
 
 def pick_device(name: str = "auto") -> torch.device:

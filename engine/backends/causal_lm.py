@@ -18,6 +18,7 @@ class CausalLMBackend(HFTextMixin):
     """Next-token prediction over a DynamicCache."""
 
     kind = "autoregressive"
+    can_extend = True
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, name: str, device: torch.device,
                  max_length: int | None = None) -> None:

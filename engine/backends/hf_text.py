@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from engine.backends.base import BackendError
+from engine.backends.base import BackendError, Capabilities
 from engine.backends.hf_loading import context_length
 
 # Tokens that end an assistant turn in common chat formats (Qwen, Llama 3, LLaDA, SDAR, Phi).
@@ -57,7 +57,7 @@ def resolve_mask_id(tokenizer: Any, *, label: str, mask_id: int | None = None, m
     return int(vocab[mask_token])
 
 
-class HFTextMixin:
+class HFTextMixin(Capabilities):
     """encode_chat / decode / token_piece over a transformers tokenizer (`self.tokenizer`).
     Backends set `self.mask_id` (diffusion) or leave it None (autoregressive)."""
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from engine.backends.base import BackendError
+from engine.backends.base import BackendError, Capabilities
 from engine.result import summarize
 from engine.tool_calls import ToolCalls
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
@@ -78,7 +78,7 @@ class MessageBytes:
         return json.loads(bytes(ids).decode("utf-8"))
 
 
-class RemoteBackend:
+class RemoteBackend(Capabilities):
     remote = True                 # engine.generate hands the whole generation to `stream`
     chat_format = "openai"
     sends_tools = True            # the agent loop needs no tool list in a system prompt

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.base import BackendError, pick_device, pick_dtype
+from engine.backends.base import BackendError, Capabilities, pick_device, pick_dtype
 from sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
 from sprout.prompt_cache import PromptCache
 
 
-class _SproutText:
+class _SproutText(Capabilities):
     """Tokenizer-facing half shared by both twins."""
 
     chat_format = "world"
@@ -78,6 +78,7 @@ class SproutBackend(_SproutText):
 
     kind = "diffusion"
     logit_shift = False
+    can_fuse_commit = True
 
     def __init__(self, model, tokenizer, name: str = "sprout-bd", device: torch.device | None = None,
                  fuse_commit: bool = True):
@@ -158,6 +159,7 @@ class SproutBackend(_SproutText):
 
 class SproutARBackend(_SproutText):
     kind = "autoregressive"
+    can_extend = True
 
     def __init__(self, model, tokenizer, name: str = "sprout-ar", device: torch.device | None = None):
         self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)

@@ -186,7 +186,7 @@ def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig,
     canvas = torch.full((1, blocks[-1].stop), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
     writer = Writer(canvas, target, pieces, backend.mask_id, config.gen_length)
     writer.place_forced()
-    slides = getattr(backend, "slides_blocks", False) and not config.aligned_blocks
+    slides = backend.slides_blocks and not config.aligned_blocks
     loop = _sliding(backend, canvas, writer, config, generator, clock) if slides else \
         _on_grid(backend, canvas, blocks, writer, config, generator, clock)
     frames = yield from loop

@@ -29,7 +29,7 @@ def _append(backend, ids: list[int]) -> tuple[torch.Tensor, int]:
     """Logits (1, V) after appending ids, and the forwards it took."""
     if len(ids) == 1:
         return backend.step(ids[0]), 1
-    if hasattr(backend, "extend"):
+    if backend.can_extend:
         return backend.extend(ids), 1
     for token in ids:
         logits = backend.step(token)

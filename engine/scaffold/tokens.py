@@ -31,7 +31,7 @@ class Pieces:
         self.tokenizer = tokenizer
         self.eos_id = min(backend.eos_ids)
         special = set(getattr(tokenizer, "all_special_ids", None) or []) | set(backend.eos_ids)
-        special |= {t for t in (getattr(backend, "mask_id", None), backend.pad_id) if t is not None}
+        special |= {t for t in (backend.mask_id, backend.pad_id) if t is not None}
         self.special = special
         texts = [self._decode([i]) for i in range(len(tokenizer))]
         # a piece that is part of a multi-byte character, or empty, cannot be checked character by character
