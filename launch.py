@@ -61,7 +61,9 @@ def api_refusal(args: argparse.Namespace) -> str | None:
 
 def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) -> str:
     """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
-    (app.api.ApiOptions), /v1 is served on the same app, models and session store."""
+    (app.api.ApiOptions), /v1 is served on the same app, models and session store. The shop and
+    office web apps are served at /apps/ (app/web_apps.py)."""
+    from app import web_apps
     from app.csp import page_middleware
     from app.ui import launch_kwargs
 
@@ -71,6 +73,7 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) ->
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
                                       run_history=False, app_kwargs={"middleware": page_middleware()},
                                       **launch_kwargs())
+    web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None)
     if api is not None and ctx is not None:
         from app.api import mount
 

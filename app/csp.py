@@ -49,14 +49,19 @@ def add_nonce(html: bytes, nonce: str) -> bytes:
     return _INLINE_SCRIPT.sub(b'<script nonce="' + nonce.encode() + b'"', html)
 
 
+OWN_POLICY = "/apps/"     # the web apps (engine/webapps/server.py) send their own, stricter policy
+
+
 class ContentSecurityPolicy:
-    """ASGI middleware: HTML responses get the policy (and nonces); the rest pass unchanged."""
+    """ASGI middleware: HTML responses get the policy (and nonces); the rest pass unchanged, and
+    so do the web apps under /apps/, whose pages carry their own policy (no inline script, no eval)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        root = scope.get("root_path", "").rstrip("/")
+        if scope["type"] != "http" or scope.get("path", "").startswith(root + OWN_POLICY):
             await self.app(scope, receive, send)
             return
         # The page is served at the root. Any other HTML (an exported answer opened from the app)

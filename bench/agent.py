@@ -19,6 +19,12 @@ that called a tool.
 AR model), each with `forwards_per_call` (forwards per generated reply) and `scaffold`;
 `median_ratio_scaffold` is A scaffolded / B scaffolded.
 
+`--via webmcp` (default `--via world`) runs every tool call through the shop's and the office's web
+pages in headless Chromium (world/webmcp/venue.py) instead of on the World directly; the report
+says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's time per tool call,
+the page's own work and its request to the world included), and the task seconds then include the
+browser (the pages loaded for each episode).
+
 `--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
 is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
 looking at a benchmark.
@@ -27,6 +33,7 @@ looking at a benchmark.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 from collections import Counter
@@ -83,12 +90,14 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
                         config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
                         system: str | None = "auto", warmup: bool = True, scaffold: bool = False,
                         progress: Callable[[int, int], None] | None = None,
-                        on_episode: Callable[[str, int, Transcript], None] | None = None) -> dict[str, Any]:
+                        on_episode: Callable[[str, int, Transcript], None] | None = None,
+                        pages: Any = None) -> dict[str, Any]:
     """Run every task `attempts` times on every backend, interleaved; the first name is A,
     the second (if any) the baseline B. With `scaffold`, every backend runs twice, as it is and
     scaffolded ("<name> (scaffold)": engine/scaffold/, jump-forward for AR), all in one
     interleaved run; `median_ratio_scaffold` is then A scaffolded / B scaffolded. `on_episode`
-    gets (name, attempt, transcript) after each episode."""
+    gets (name, attempt, transcript) after each episode. `pages` (a world.webmcp.venue.PageVenue)
+    runs the tool calls through the web pages."""
     if not backends:
         raise ValueError("Give at least one backend to benchmark.")
     if not tasks or attempts < 1:
@@ -101,7 +110,9 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
         for name in names:
             _forget_prompts(runs[name][0])
-            run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system)
+            run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system, pages=pages)
+    if pages is not None:
+        pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
     episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
     total, done = len(tasks) * attempts * len(names), 0
     for task in tasks:
@@ -110,7 +121,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
                 backend, run_config = runs[name]
                 _forget_prompts(backend)
                 transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
-                                         max_steps=max_steps, system=system)
+                                         max_steps=max_steps, system=system, pages=pages)
                 episodes[name].append((task["id"], transcript))
                 if on_episode is not None:
                     on_episode(name, attempt, transcript)
@@ -121,10 +132,18 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     plain = list(backends)
     report = {"models": models, "median_ratio": _ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
-              "scaffold": scaffold}
+              "scaffold": scaffold, "via": "world" if pages is None else "webmcp",
+              "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms)}
     if scaffold:
         report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
     return report
+
+
+def milliseconds(values: list[float]) -> dict[str, float | int | None]:
+    """Median and p95 of per-call milliseconds, and how many calls."""
+    if not values:
+        return {"median": None, "p95": None, "calls": 0}
+    return {"median": statistics.median(values), "p95": percentile(values, 95), "calls": len(values)}
 
 
 def _forget_prompts(backend: Any) -> None:
@@ -195,6 +214,10 @@ def table(report: dict[str, Any]) -> str:
             rows.append(f"{label:<28} by group: {', '.join(parts)}")
     if report.get("task_set"):
         rows.append(f"tasks: {report['task_set']}, {report['tasks']} x {report['attempts']} attempts")
+    browser = report.get("browser_ms_per_call")
+    if browser and browser["calls"]:
+        rows.append(f"tool calls through the web pages (WebMCP): {browser['calls']}, browser ms per call "
+                    f"median {browser['median']:.1f}, p95 {browser['p95']:.1f}")
     if report["median_ratio"] is not None:
         rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
     if report.get("median_ratio_scaffold") is not None:
@@ -223,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
     task_set.add_argument("--validation", type=int, metavar="N",
                           help="N validation tasks (held-out values, none of the benchmark's) instead")
     agent.add_argument("--no-warmup", action="store_true")
+    agent.add_argument("--via", choices=("world", "webmcp"), default="world",
+                       help="where tool calls run: on the World (default), or through its web pages in headless "
+                            "Chromium (WebMCP)")
     agent.add_argument("--episodes", metavar="PATH",
                        help="also write one JSON line per episode (model, task, attempt, success, error, "
                             "the calls made, the final answer, seconds, forwards) to PATH")
@@ -268,10 +294,11 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
             args.baseline, args.device)
     system = None if args.system == "none" else args.system
     lines: list[str] = []
-    report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
-                                 system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
-                                 progress=progress_bar(),
-                                 on_episode=lambda *e: lines.append(json.dumps(episode_record(*e))))
+    with _venue(args.via) as pages:
+        report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
+                                     system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
+                                     progress=progress_bar(), pages=pages,
+                                     on_episode=lambda *e: lines.append(json.dumps(episode_record(*e))))
     if args.episodes:
         write_lines(Path(args.episodes), lines)
     named = "" if args.task_set == "templates" else f"{args.task_set} "
@@ -279,3 +306,14 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
                           else args.tasks_file or f"{named or 'held-out '}benchmark")
     return report
 
+
+def _venue(via: str) -> Any:
+    """The web pages and their browser for `--via webmcp`; nothing for `--via world`."""
+    if via == "world":
+        return contextlib.nullcontext(None)
+    from world.webmcp.driver import CHROMIUM
+    from world.webmcp.venue import PageVenue
+
+    if not Path(CHROMIUM).exists():
+        raise OSError(f"--via webmcp needs Chromium at {CHROMIUM} (apt-get install -y chromium).")
+    return PageVenue()

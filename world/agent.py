@@ -8,6 +8,12 @@ observation read back, and the generation Result with its frames, so the session
 persist the whole transcript and the visualizer can replay every denoising round.
 An identical repeat of an earlier call is vetoed (not executed; the model reads
 {"error":"repeated_call"}).
+
+Where a call runs: in the world itself (the default), or through its web pages: `pages` (an
+world.webmcp.venue.PageVenue, or anything with `episode(task, world)`) gives each episode a
+`PageTools` whose tools are those the pages registered and whose `execute` runs a call in the
+page (world/webmcp/driver.py); the world the pages act on is the same World, so the grader reads
+the same end state.
 """
 
 from __future__ import annotations
@@ -15,10 +21,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
-from world.format import EOS, TOOL_CALLS, ParseError, parse_call, render_response, system_prompt
+from world.format import (
+    EOS,
+    REGISTRY,
+    TOOL_CALLS,
+    ParseError,
+    ToolSet,
+    parse_call,
+    render_response,
+    system_prompt,
+)
 from world.grader import grade, grade_document
 from world.state import World, world_for
 from world.tools import FINISH, call_tool
@@ -28,6 +43,14 @@ VETO = {"error": "repeated_call"}
 
 # generate_fn(messages) -> the reply text, or a Result whose .text is it (scripted models, oracles)
 GenerateFn = Callable[[list[dict[str, str]]], "str | Result"]
+
+
+class PageTools(Protocol):
+    """Tools that run somewhere else than `call_tool` (a web page): what the model may call
+    (`tools`, finish included) and how a parsed call runs (its observation, never an exception)."""
+    tools: ToolSet
+
+    def execute(self, call: dict[str, Any]) -> Any: ...
 
 
 @dataclass
@@ -106,14 +129,15 @@ def _execute(world: World, call: dict[str, Any]) -> Any:
 
 def act(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
         max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, on_step: Callable[[Step], None] | None = None,
-        on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None
-        ) -> tuple[str | None, str]:
+        on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
+        page_tools: PageTools | None = None) -> tuple[str | None, str]:
     """Let the model call tools on `world` until it calls finish (or, with `text_answers`, replies
     in plain text), at most `max_steps` replies. `messages` (the chat as the model reads it) grows
     in place; each step goes to on_step. Returns (final answer or None, why it ended early or "").
 
     A reply that does not parse is a step with a typed error; the model reads the error back and
     tries again. With `text_answers` (chat), a reply with no call in it at all is the answer.
+    With `page_tools`, calls are parsed against its tools and run through it instead of on `world`.
     """
     seen: set[str] = set()
     for _ in range(max_steps):
@@ -123,7 +147,7 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
         except ConfigError as full:
             # the transcript outgrew the model's context: out of budget (the grader says step_limit)
             return None, str(full)
-        parsed = parse_call(text)
+        parsed = parse_call(text, page_tools.tools if page_tools is not None else REGISTRY)
         answer = None
         if isinstance(parsed, ParseError):
             if text_answers and parsed.kind == "no_call":
@@ -142,7 +166,8 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
                             VETO, result, 0.0)
             else:
                 seen.add(parsed.key())
-                step = Step(text, call, None, _execute(world, call), result, 0.0)
+                observation = page_tools.execute(call) if page_tools is not None else _execute(world, call)
+                step = Step(text, call, None, observation, result, 0.0)
         step.seconds = time.perf_counter() - t0
         messages.append({"role": "assistant", "content": reply})
         if on_step is not None:
@@ -155,16 +180,23 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
 
 def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *, max_steps: int = DEFAULT_MAX_STEPS,
                 system: str | None = "auto", on_step: Callable[[Step], None] | None = None,
-                on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None) -> Transcript:
+                on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
+                pages: Any = None) -> Transcript:
     """Run one attempt at a task and grade it.
 
-    system: "compact", "full", None, or "auto" (None for world-format models, else "full").
+    system: "compact", "full", None, or "auto" (None for world-format models, else "full"); "full"
+    lists the tools as the pages registered them when `pages` is given.
     generate_fn: replaces the backend (scripted models, the oracle); backend may then be None.
+    pages: run the tool calls through the world's web pages (world.webmcp.venue.PageVenue).
     """
     if system == "auto":
         system = _default_system(backend)
     started = time.perf_counter()
-    messages = [{"role": "system", "content": system_prompt(system)}] if system else []
+    document = task.get("domain") == "document"
+    world = None if document else world_for(task)
+    page_tools = pages.episode(task, world) if pages is not None and not document else None
+    listed = page_tools.tools.tools if page_tools is not None else None
+    messages = [{"role": "system", "content": system_prompt(system, listed)}] if system else []
     messages.append({"role": "user", "content": task["instruction"]})
     transcript = Transcript(task_id=task["id"], instruction=task["instruction"])
 
@@ -176,7 +208,7 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         if on_step is not None:
             on_step(step)
 
-    if task.get("domain") == "document":  # one plain-text reply, checked
+    if document:  # one plain-text reply, checked
         t0 = time.perf_counter()
         # a document is plain text: no tool-call scaffold
         text, result = _generate(backend, messages, config.replace(scaffold=False), on_frame, generate_fn)
@@ -186,10 +218,9 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         transcript.seconds = time.perf_counter() - started   # the model's time; grading excluded
         verdict = grade_document(task, transcript.final_answer)
     else:
-        world = world_for(task)
         transcript.final_answer, transcript.stopped = act(
             backend, world, messages, config, max_steps=max_steps, on_step=record, on_frame=on_frame,
-            generate_fn=generate_fn)
+            generate_fn=generate_fn, page_tools=page_tools)
         transcript.seconds = time.perf_counter() - started
         verdict = grade(task, world, transcript.final_answer, transcript.steps)
     transcript.messages = messages

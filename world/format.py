@@ -77,10 +77,12 @@ def assistant_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def full_system_prompt() -> str:
-    """Hermes-style system prompt with every tool schema, for models that do not know the tools."""
+def full_system_prompt(tools: list[dict[str, Any]] | None = None) -> str:
+    """Hermes-style system prompt with every tool schema, for models that do not know the tools;
+    `tools` (registry-shaped definitions, e.g. what a web page registered) instead of the registry's."""
     tools = "\n".join(dumps({"type": "function", "function": {
-        "name": t["name"], "description": t["description"], "parameters": t["inputSchema"]}}) for t in TOOLS)
+        "name": t["name"], "description": t["description"], "parameters": t["inputSchema"]}})
+        for t in (TOOLS if tools is None else tools))
     return ("You are a shop and office agent. You may call the functions below, one per turn.\n"
             f"<tools>\n{tools}\n</tools>\n"
             'For each call return <tool_call>{"name": <function-name>, "arguments": <args-json-object>}'
@@ -88,13 +90,13 @@ def full_system_prompt() -> str:
             "When done, or when information is missing, call finish with your answer.")
 
 
-def system_prompt(kind: str | None) -> str | None:
+def system_prompt(kind: str | None, tools: list[dict[str, Any]] | None = None) -> str | None:
     if kind is None:
         return None
     if kind == "compact":
         return COMPACT_SYSTEM
     if kind == "full":
-        return full_system_prompt()
+        return full_system_prompt(tools)
     raise ValueError(f"Unknown system prompt {kind!r}; choose compact, full or None.")
 
 
@@ -151,7 +153,20 @@ def _no_constants(name: str) -> Any:
 
 # Strict JSON: NaN / Infinity / 1e999 are not numbers a tool can take.
 _DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constants)
-_VALIDATORS = {t["name"]: jsonschema.Draft202012Validator(t["inputSchema"]) for t in TOOLS}
+
+
+class ToolSet:
+    """The tools a reply may call, each with its schema's validator: the registry (REGISTRY), or
+    the tools a web page registered (world/webmcp/), which may be any."""
+
+    def __init__(self, tools: list[dict[str, Any]]) -> None:
+        self.tools = list(tools)
+        self.by_name = {t["name"]: t for t in self.tools}
+        self.validators = {t["name"]: jsonschema.Draft202012Validator(t.get("inputSchema") or {"type": "object"})
+                           for t in self.tools}
+
+
+REGISTRY = ToolSet(TOOLS)
 
 
 def _call_body(text: str) -> tuple[str | None, bool]:
@@ -173,7 +188,7 @@ def _normalise(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
-def _parse(text: str) -> ParsedCall | ParseError:
+def _parse(text: str, tools: ToolSet) -> ParsedCall | ParseError:
     body, tagged = _call_body(text)
     if body is None:
         return ParseError("no_call", "The reply contains no <tool_call>.", raw=text)
@@ -195,11 +210,11 @@ def _parse(text: str) -> ParsedCall | ParseError:
             pass
     if not isinstance(arguments, dict):
         return ParseError("malformed_json", '"arguments" must be a JSON object.', name=name, raw=text)
-    if name not in TOOLS_BY_NAME:
+    if name not in tools.by_name:
         return ParseError("unknown_tool", f"There is no tool called {name[:40]!r}.", name=name, raw=text)
-    properties = TOOLS_BY_NAME[name]["inputSchema"]["properties"]
+    properties = (tools.by_name[name].get("inputSchema") or {}).get("properties", {})
     arguments = {k: _normalise(v, properties.get(k, {})) for k, v in arguments.items()}
-    errors = list(_VALIDATORS[name].iter_errors(arguments))
+    errors = list(tools.validators[name].iter_errors(arguments))
     missing = sorted({m for e in errors if e.validator == "required" for m in e.validator_value if m not in arguments})
     if missing:
         return ParseError("missing_arg", f"{name} needs {', '.join(missing)}.", name=name, detail=missing, raw=text)
@@ -210,16 +225,18 @@ def _parse(text: str) -> ParsedCall | ParseError:
     if errors:
         bad = sorted({str(e.path[0]) for e in errors if e.path})
         return ParseError("bad_arg_type", f"{name}: {errors[0].message[:120]}.", name=name, detail=bad, raw=text)
-    return ParsedCall(name, canonical_arguments(name, arguments), raw=text)
+    ordered = {k: arguments[k] for k in properties if k in arguments}   # the schema's order
+    ordered.update((k, v) for k, v in arguments.items() if k not in ordered)
+    return ParsedCall(name, ordered, raw=text)
 
 
-def parse_call(text: str) -> ParsedCall | ParseError:
-    """The first tool call in a reply, validated against its tool's inputSchema. Never
-    raises: anything wrong becomes a typed ParseError."""
+def parse_call(text: str, tools: ToolSet = REGISTRY) -> ParsedCall | ParseError:
+    """The first tool call in a reply, validated against its tool's inputSchema (the registry's,
+    or those of `tools`). Never raises: anything wrong becomes a typed ParseError."""
     try:
         if not isinstance(text, str):
             return ParseError("no_call", "The reply is not text.", raw=repr(text))
-        return _parse(text)
+        return _parse(text, tools)
     except Exception as error:  # noqa: BLE001 - the contract is "never raises"
         return ParseError("malformed_json", f"The tool call could not be read ({type(error).__name__}).", raw=str(text))
 

@@ -1,0 +1,60 @@
+"""An agent episode's world behind the web apps: the venue serves the shop and the office
+(world/webapps/) on a loopback port, keeps one Chromium (world/webmcp/driver.py) with a tab per
+app, and for each episode puts the task's World under a new session and loads both tabs on it.
+
+The model may call what the two pages registered, plus finish (the agent's own: it ends the turn
+and changes nothing a page shows). Both apps are open, as a person with the shop and the office in
+two tabs, so a call the built-in world would run (view_cart in an office task) runs here too and
+the transcripts stay comparable. The World object is the one the grader reads.
+
+    with PageVenue() as venue:
+        transcript = run_episode(backend, task, config, pages=venue)
+        venue.driver.call_ms      # browser milliseconds of every call
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from world.state import World
+from world.webapps.server import serve_in_thread
+from world.webapps.sessions import WorldSessions
+from world.webmcp.driver import PageToolsOf, WebMCPDriver
+
+APPS = ("shop", "office")        # tab order: the prompt lists the shop's tools, then the office's, as the registry does
+
+
+class PageVenue:
+    """The web apps and a browser on them, for as many episodes as the block runs."""
+
+    def __init__(self, timeout_s: float = 10.0, browser: Any = None) -> None:
+        self.sessions = WorldSessions()
+        self.timeout_s, self.browser = timeout_s, browser
+        self.driver: WebMCPDriver | None = None
+        self.url = ""
+        self._served: Any = None
+        self._session: str | None = None
+
+    def __enter__(self) -> PageVenue:
+        self._served = serve_in_thread(self.sessions)
+        self.url = self._served.__enter__()
+        try:
+            self.driver = WebMCPDriver(self.url, timeout_s=self.timeout_s, browser=self.browser).__enter__()
+        except Exception:
+            self._served.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.driver is not None:
+            self.driver.close()
+        if self._served is not None:
+            self._served.__exit__(*exc)
+
+    def episode(self, task: dict[str, Any], world: World) -> PageToolsOf:
+        if self._session is not None:
+            self.sessions.drop(self._session)
+        self._session = self.sessions.add(world)
+        for tab, app in enumerate(APPS):
+            self.driver.open(f"{self.url}/apps/{app}/?session={self._session}", tab=tab)
+        return PageToolsOf(self.driver)
