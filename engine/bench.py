@@ -45,6 +45,7 @@ from typing import Any
 from engine.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from engine.catalog import bundled_decoding
 from engine.metrics import LABELS, total_tokens_per_forward
+from engine.remask import REMASK_SCHEDULES
 from engine.trace import ConfigError, GenerationConfig
 from engine.world.grader import ERROR_TYPES
 from engine.world.tasks import TASK_SETS, load_heldout_tasks, task_group
@@ -280,6 +281,12 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--scaffold-threshold", type=float, default=DEFAULT_CONFIG.scaffold_threshold,
                        help="scaffolded value tokens commit at confidence >= min(threshold, this)")
     agent.add_argument("--temperature", type=float, default=DEFAULT_CONFIG.temperature)
+    agent.add_argument("--remask", choices=REMASK_SCHEDULES, default=DEFAULT_CONFIG.remask,
+                       help="remasking schedule (engine/remask.py, ReMDM); off by default")
+    agent.add_argument("--remask-rounds", type=int, default=DEFAULT_CONFIG.remask_rounds,
+                       help="remasking rounds per block (the budget)")
+    agent.add_argument("--remask-count", type=int, default=DEFAULT_CONFIG.remask_count,
+                       help="tokens put back to the mask in each remasking round")
     return parser
 
 
@@ -324,7 +331,8 @@ def print_report(make: Callable[[], dict[str, Any]], as_json: bool, table: Calla
 def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
                               sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
-                              seed=args.seed, scaffold_threshold=args.scaffold_threshold)
+                              seed=args.seed, scaffold_threshold=args.scaffold_threshold, remask=args.remask,
+                              remask_rounds=args.remask_rounds, remask_count=args.remask_count)
     if args.validation is not None and args.validation < 1:
         raise ValueError(f"--validation must be at least 1, got {args.validation}.")
     if args.tasks_file and args.task_set != "templates":
