@@ -93,6 +93,8 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         "mean_nfe": nfe / len(episodes) if episodes else 0.0,
         "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
         "forwards_per_call": sum(calls) / len(calls) if calls else 0.0,   # forwards per generated reply
+        # rewritten answer tokens (editing and remasking samplers), apart from tokens per forward
+        "edits": sum(s.result.stats.edits for _, t in episodes for s in t.steps if s.result is not None),
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
     }
 
