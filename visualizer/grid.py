@@ -56,7 +56,6 @@ GRID_CSS = """
 .dp-edited, .dp-key-edited { border: 2px double var(--dp-mark); }
 .dp-edited .dp-old, .dp-key-edited .dp-old { text-decoration: line-through 1.5px; opacity: .75; margin-right: 2px;
   font-weight: 400; }
-.dp-edited::after, .dp-key-edited::after { content: "\270e"; font-size: 9px; vertical-align: super; margin-left: 1px; }
 .dp-remasked, .dp-key-remasked { background: var(--dp-mask); border: 1px dashed var(--dp-mark); }
 .dp-break { flex-basis: 100%; height: 0; }
 .dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
@@ -135,8 +134,8 @@ def legend_html(prefilled: bool = False, edited: bool = False) -> Markup:
 
 
 def _edited_cell(position: int, old: str, new: str, classes: str, title: str, level: float) -> Markup:
-    """A rewritten token: the old piece struck through before the new one, a double outline and a
-    pencil mark (not colour alone); title and aria-label say "edited: old -> new", and the cell
+    """A rewritten token: the old piece struck through before the new one and a double outline
+    (not colour alone); title and aria-label say "edited: old -> new", and the cell
     takes focus so a keyboard reaches what the mouse hovers."""
     style = f' style="--dp-c:{level}"' if level < 1.0 else ""
     return Markup('<span class="{} dp-edited" tabindex="0" title="{}" aria-label="{}"{}>'
