@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-REMASK_SCHEDULES = ("off", "loop", "cap")
+from engine.sampler_table import REMASK_SCHEDULES  # noqa: F401  (the names live beside the samplers', no torch)
 
 
 def remask_choice(schedule: str, psi: torch.Tensor, decided: torch.Tensor, fresh: torch.Tensor,

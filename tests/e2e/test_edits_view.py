@@ -91,7 +91,7 @@ def test_an_edited_cell_is_drawn_and_announced_as_an_edit(browser, tmp_path):
 def test_the_exported_replay_draws_edits_and_remasked_cells(browser, tmp_path):
     from playwright.sync_api import expect
 
-    from tests.test_visualizer_edits import edit_result
+    from tests.visualizer.test_visualizer_edits import edit_result
     from visualizer import standalone_replay_html
 
     path = tmp_path / "replay.html"
