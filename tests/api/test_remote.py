@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import inspect
 import json
+from functools import partial
 
 import pytest
 
 from engine.backends.base import BackendError
 from engine.backends.remote import MASK, load
 from engine.catalog import models_dir, resolve
-from engine.generate import run
+from engine.generate import run as run_with
 from engine.trace import ConfigError, GenerationConfig
 from tests.api.conftest import ANSWER, AR_ANSWER
 from world.format import TOOL_CALLS
 
 pytestmark = pytest.mark.slow
+run = partial(run_with, tools=TOOL_CALLS)   # as the agent loop calls it: the world's tools offered
 CONFIG = GenerationConfig(gen_length=96, block_size=32, steps=8, sampler="low_confidence")
 MESSAGES = [{"role": "user", "content": "What is the answer?"}]
 
@@ -49,6 +51,7 @@ def test_an_ar_model_streams_text_frames_and_the_tools_go_out(served):
     assert result.text == AR_ANSWER and len(result.frames) > 2
     assert result.stats.nfe == len(AR_ANSWER) + 1                   # the server's forwards, the EOS step too
     assert [t["function"]["name"] for t in backend.request(MESSAGES, CONFIG, TOOL_CALLS)["tools"]][-1] == "finish"
+    assert "tools" not in backend.request(MESSAGES, CONFIG)          # no tools given, none offered
 
 
 def test_tool_calls_come_back_as_hermes_text(served):
