@@ -15,9 +15,13 @@ import gradio as gr
 
 from engine.metrics import LABELS, MEANINGS
 from engine.sampler_table import SAMPLERS
+from engine.trace import GenerationConfig
 from visualizer.escape import markdown_text
 
-from .settings import RANGES, SAMPLER_CHOICES
+from .settings import RANGES, REMASK_CHOICES, SAMPLER_CHOICES
+
+_EDIT_DEFAULTS = {name: getattr(GenerationConfig(), name)
+                  for name in ("edit_threshold", "max_post_steps", "remask_rounds", "remask_count")}
 
 # One line under each control: what it does and which samplers read it.
 INFO = {
@@ -35,14 +39,25 @@ INFO = {
     "top_p": "Sample only from the likeliest tokens whose probabilities add up to p (1 = all). Needs temperature > 0.",
     "top_k": "Sample only from the k likeliest tokens (0 = off). Needs temperature > 0.",
     "seed": "Seeds the sampling noise and random_order, so a run can be repeated exactly.",
+    "edit_threshold": "joint_threshold (LLaDA2.1): rewrite a decided token when the new proposal is this sure "
+                      "and differs (quality mode 0.5, speedy 0.0).",
+    "max_post_steps": "joint_threshold: rounds after a block's last mask in which only edits happen; the block "
+                      "ends at the first round without one.",
+    "remask": "Remasking (ReMDM) for any sampler: off; loop = when a block is full, put its least sure tokens "
+              "back and decode them again; cap = do so while it still has masks.",
+    "remask_rounds": "Remasking: how many rounds per block may put tokens back (the budget; 0 = none).",
+    "remask_count": "Remasking: how many of the block's least sure tokens go back in each such round.",
     "pace_ms": "Playback pace: how long each round stays on screen (0 = as fast as it computes). It changes what "
                "you see, never the measured times.",
 }
 # The order of the returned mapping (and so of a run's API inputs), whatever the layout.
+# Later additions go at the end, so a client that passes the earlier ones by position still works.
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
-         "top_p", "top_k", "seed", "pace_ms")
+         "top_p", "top_k", "seed", "pace_ms", "edit_threshold", "max_post_steps", "remask", "remask_rounds",
+         "remask_count")
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
+WATCH_IT_EDIT = "Watch it edit"
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
              "every round of every block is a frame.")
 
@@ -53,6 +68,29 @@ def show_every_round(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {**settings, "sampler": "low_confidence", "steps": block}
 
 
+# Remasking on the bundled model: the plain threshold rule drafts with a low bar at temperature 1,
+# and each full block sends its 8 least sure tokens back 4 times, so the grid shows remasked cells
+# and, now and then, a token that came back different (an edit). Sprout is sure of most tokens, so
+# edits are rare: they show up in free text more than in a tool call's fixed parts.
+_WATCH_IT_EDIT = {"sampler": "threshold", "threshold": 0.3, "temperature": 1.0, "remask": "loop",
+                  "remask_rounds": 4, "remask_count": 8, "pace_ms": 300}
+_EDITING_NOTE = (
+    "**Editing and remasking**: most samplers never take a decided token back. **joint_threshold** "
+    "(LLaDA2.1) drafts with a threshold and, in the same forwards, rewrites a decided token when the model "
+    "now prefers another one by more than the edit threshold; after a block's last mask it goes on for up "
+    "to *max post steps* rounds that only edit. **Remasking** (ReMDM: Wang et al. 2025) works with any "
+    "sampler: it puts the least sure decided tokens of the block back to the mask and decodes them again "
+    "(loop: once the block is full; cap: while it still has masks), within a budget of rounds per block. "
+    "An edited cell shows the old token struck through before the new one; a remasked cell shows \u21ba. "
+    "An edited position is still counted once in answer tokens and tokens per forward; edits are counted "
+    "on their own.")
+
+
+def watch_it_edit(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The editing preset: remasking on, so tokens go back and come back (sometimes different)."""
+    return {**settings, **_WATCH_IT_EDIT}
+
+
 def how_it_works() -> str:
     """Markdown: blocks, steps, and what each sampler commits (one sentence each, from the
     sampler table), then what the numbers mean (engine/metrics.py)."""
@@ -61,11 +99,15 @@ def how_it_works() -> str:
     return (
         "A diffusion model writes its answer on a canvas of masked cells. It works **block by block**, "
         "left to right; inside a block, each **round** is one model forward that proposes a token for every "
-        "masked cell with a confidence, and the **sampler** commits some of them. Committed tokens stay; the "
+        "masked cell with a confidence, and the **sampler** commits some of them. Committed tokens stay "
+        "(unless an editing or remasking rule, below, takes them back); the "
         "block is done when no mask is left, and the next block starts from it. **Steps** is how many rounds "
         "a block may take. More tokens per round means fewer forwards (faster), at some risk to quality.\n\n"
         f"**Samplers** (what each commits per round):\n{rules}\n\n"
-        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n**The numbers**:\n{numbers}"
+        f"{_EDITING_NOTE}\n\n"
+        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n"
+        f"**{WATCH_IT_EDIT}** (preset): remasking on the bundled model (threshold 0.3 at temperature 1, loop, "
+        f"8 tokens back 4 times a block), slowed to 300 ms a round.\n\n**The numbers**:\n{numbers}"
     )
 
 
@@ -86,7 +128,8 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         gr.Markdown(how_it_works())
     with gr.Row():
         preset = gr.Dropdown(preset_names(ctx), value=None, label="Preset", elem_id=f"{prefix}-preset",
-                             info="Named settings: the model's defaults, Show every round, or one you saved.")
+                             info="Named settings: the model's defaults, Show every round, Watch it edit, "
+                                  "or one you saved.")
         preset_name = gr.Textbox(label="Save these settings as", placeholder="a name", elem_id=f"{prefix}-preset-name",
                                  info="Saved in the session store, for every tab.")
         with gr.Column(min_width=120):
@@ -118,6 +161,19 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         if with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")
+    with gr.Row():
+        controls["edit_threshold"] = _slider("edit_threshold", "Edit threshold",
+                                             defaults.get("edit_threshold", _EDIT_DEFAULTS["edit_threshold"]), prefix)
+        controls["max_post_steps"] = _slider("max_post_steps", "Max post steps",
+                                             defaults.get("max_post_steps", _EDIT_DEFAULTS["max_post_steps"]), prefix)
+    with gr.Row():
+        controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
+                                         info=INFO["remask"], elem_id=f"{prefix}-remask")
+        controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
+                                            defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
+    with gr.Row():
+        controls["remask_count"] = _slider("remask_count", "Remask count",
+                                           defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 
@@ -157,7 +213,8 @@ def preset_names(ctx: Any = None) -> list[str]:
             saved = list(store.presets())
         except Exception:  # noqa: BLE001 - an unreadable store still leaves the built-in presets
             saved = []
-    return [MODEL_DEFAULTS, SHOW_EVERY_ROUND, *[n for n in saved if n not in (MODEL_DEFAULTS, SHOW_EVERY_ROUND)]]
+    built_in = [MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT]
+    return [*built_in, *[n for n in saved if n not in built_in]]
 
 
 def preset_settings(choice: str | None, defaults: Mapping[str, Any], current: Mapping[str, Any], ctx: Any = None
@@ -169,6 +226,8 @@ def preset_settings(choice: str | None, defaults: Mapping[str, Any], current: Ma
         return dict(defaults)
     if choice == SHOW_EVERY_ROUND:
         return show_every_round(current)
+    if choice == WATCH_IT_EDIT:
+        return watch_it_edit(current)
     store = _store(ctx)
     if store is None:
         return None
@@ -181,7 +240,7 @@ def save_preset(ctx: Any, name: str, settings: Mapping[str, Any]) -> str:
     if store is None:
         return "Presets need the session store, which is not available: " + str(getattr(ctx, "store_problem", ""))
     name = " ".join(str(name or "").split())
-    if name in (MODEL_DEFAULTS, SHOW_EVERY_ROUND):
+    if name in (MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT):
         return f"'{name}' is a built-in preset; choose another name."
     try:
         store.save_preset(name, {k: v for k, v in settings.items() if v is not None})

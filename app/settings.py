@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.catalog import bundled_decoding
-from engine.sampler_table import SAMPLERS
+from engine.sampler_table import REMASK_SCHEDULES, SAMPLERS
 from engine.trace import ConfigError, GenerationConfig, shown_value
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.
@@ -21,16 +21,23 @@ RANGES = {
     "top_p": (0.05, 1.0, 0.01),
     "top_k": (0, 200, 1),
     "pace_ms": (0, 1000, 10),
+    "edit_threshold": (0.0, 1.0, 0.01),
+    "max_post_steps": (0, 32, 1),
+    "remask_rounds": (0, 16, 1),
+    "remask_count": (1, 64, 1),
 }
 # Playback pace: milliseconds each round stays on screen. 200 ms shows 8 rounds over 1.6 s; the
 # model computes at full speed either way (app/runs.py), so no measured number changes.
 PACE_MS = 200
+_EDITING = {name: getattr(GenerationConfig(), name)
+            for name in ("edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count")}
 DEFAULTS: dict[str, Any] = {
-    "gen_length": 64, "factor": 1.0, "entropy_bound": 0.5, "top_p": 1.0, "top_k": 0, **bundled_decoding(),
-    "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS,
+    "gen_length": 64, "factor": 1.0, "entropy_bound": 0.5, "top_p": 1.0, "top_k": 0, **_EDITING,
+    **bundled_decoding(), "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS,
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}
 SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]
+REMASK_CHOICES = list(REMASK_SCHEDULES)
 
 
 def _whole(name: str, value: Any) -> int:

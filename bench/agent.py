@@ -45,6 +45,7 @@ from typing import Any
 from bench.report import load_model, percentile, print_report, progress_bar
 from engine.catalog import bundled_decoding
 from engine.metrics import LABELS, total_tokens_per_forward
+from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
 from world.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from world.grader import ERROR_TYPES
@@ -82,6 +83,8 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         "mean_nfe": nfe / len(episodes) if episodes else 0.0,
         "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
         "forwards_per_call": sum(calls) / len(calls) if calls else 0.0,   # forwards per generated reply
+        # rewritten answer tokens (editing and remasking samplers), apart from tokens per forward
+        "edits": sum(s.result.stats.edits for _, t in episodes for s in t.steps if s.result is not None),
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
     }
 
@@ -262,6 +265,12 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--scaffold-threshold", type=float, default=DEFAULT_CONFIG.scaffold_threshold,
                        help="scaffolded value tokens commit at confidence >= min(threshold, this)")
     agent.add_argument("--temperature", type=float, default=DEFAULT_CONFIG.temperature)
+    agent.add_argument("--remask", choices=REMASK_SCHEDULES, default=DEFAULT_CONFIG.remask,
+                       help="remasking schedule (engine/remask.py, ReMDM); off by default")
+    agent.add_argument("--remask-rounds", type=int, default=DEFAULT_CONFIG.remask_rounds,
+                       help="remasking rounds per block (the budget)")
+    agent.add_argument("--remask-count", type=int, default=DEFAULT_CONFIG.remask_count,
+                       help="tokens put back to the mask in each remasking round")
     return agent
 
 
@@ -274,7 +283,8 @@ def main(argv: list[str]) -> int:
 def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
                               sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
-                              seed=args.seed, scaffold_threshold=args.scaffold_threshold)
+                              seed=args.seed, scaffold_threshold=args.scaffold_threshold, remask=args.remask,
+                              remask_rounds=args.remask_rounds, remask_count=args.remask_count)
     if args.validation is not None and args.validation < 1:
         raise ValueError(f"--validation must be at least 1, got {args.validation}.")
     if args.tasks_file and args.task_set != "templates":

@@ -53,6 +53,8 @@ RANDOM_MODELS = {
                                 "fast_dllm_v2"),
     "llada2": RandomModel("block-causal LM without a cache (LLaDA2.0's loop)", True, False, "llada2",
                           (("use_cache", False),)),
+    "llada21": RandomModel("block-causal LM without a cache, draft then edit (LLaDA2.1's loop)", True, False,
+                           "llada21", (("use_cache", False),)),
 }
 
 
@@ -125,10 +127,29 @@ def _llada2(model, prompt, config, mask_id):
                          seed=config.seed)
 
 
+def _llada21(model, prompt, config, mask_id):
+    from reference import llada21
+
+    return llada21.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, block=config.block_size,
+                          temperature=config.temperature, threshold=config.threshold,
+                          editing_threshold=config.edit_threshold, max_post_steps=config.max_post_steps,
+                          seed=config.seed)
+
+
+def rewrites(canvases: list[list[int]], mask_id: int, answer: list[int]) -> int:
+    """Decided tokens replaced by another between consecutive canvases at the `answer` positions
+    (a reference loop's edits, counted as engine/metrics.py edit_counts counts the engine's)."""
+    count, before = 0, [mask_id] * (max(answer, default=-1) + 1)
+    for canvas in canvases:
+        count += sum(before[p] != mask_id and canvas[p] != mask_id and before[p] != canvas[p] for p in answer)
+        before = canvas
+    return count
+
+
 # The reference loop of each DECODINGS entry, on (model, prompt ids, config, mask id).
 REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
     "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
-    "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2,
+    "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2, "llada21": _llada21,
 }
 # Compare the reference's rounds only: SDAR's stop at a round where upstream overwrote a prompt token.
 PREFIX_ONLY = ("sdar",)
@@ -154,19 +175,19 @@ def clock_for(device) -> tuple[str, Any]:
     return "wall clock", time.perf_counter
 
 
-def _engine_once(backend, prompt: list[int], config: GenerationConfig) -> tuple[list, int, int, float]:
-    """(canvases, forwards, answer tokens, seconds) of one generation."""
+def _engine_once(backend, prompt: list[int], config: GenerationConfig) -> tuple[list, int, int, float, int]:
+    """(canvases, forwards, answer tokens, seconds, edits) of one generation."""
     from engine.generate import run
 
     clock = clock_for(backend.device)[1]
     started = clock()
     result = run(backend, prompt, config)
     seconds = clock() - started
-    return [f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds
+    return [f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds, result.stats.edits
 
 
 def _reference_once(backend, prompt: list[int], config: GenerationConfig,
-                    decoding: str) -> tuple[list, int, int, float]:
+                    decoding: str) -> tuple[list, int, int, float, int]:
     from engine.metrics import Ends
     from reference.device import OnDevice
 
@@ -174,13 +195,15 @@ def _reference_once(backend, prompt: list[int], config: GenerationConfig,
     started = clock()
     rounds = REFERENCES[decoding](OnDevice(backend.model), prompt, config, backend.mask_id)
     seconds = clock() - started
-    tokens = len(Ends.of(backend).answer_positions(rounds[-1][:config.gen_length]))   # as the engine counts
-    return rounds, len(rounds), tokens, seconds
+    answer = Ends.of(backend).answer_positions(rounds[-1][:config.gen_length])        # as the engine counts
+    return rounds, len(rounds), len(answer), seconds, rewrites(rounds, backend.mask_id, answer)
 
 
-def _numbers(nfe: int, tokens: int, seconds: float) -> dict[str, Any]:
+def _numbers(nfe: int, tokens: int, seconds: float, edits: int) -> dict[str, Any]:
+    # edits: rewritten tokens, apart from the answer tokens (engine/metrics.py)
     return {"forwards": nfe, "new_tokens": tokens, "tokens_per_forward": round(tokens / nfe, 3) if nfe else 0.0,
-            "seconds": round(seconds, 4), "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else 0.0}
+            "seconds": round(seconds, 4), "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else 0.0,
+            "edits": edits}
 
 
 def benchmark(backend, config: GenerationConfig, *, reference: str | None, repeats: int) -> dict[str, Any]:
@@ -206,7 +229,8 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
                               "decoding": reference, "config": config.to_dict(), "repeats": repeats,
                               "clock": clock_for(backend.device)[0]}
     for name in runners:
-        report[name] = _numbers(sum(r[1] for r in last[name]), sum(r[2] for r in last[name]), sum(best[name]))
+        report[name] = _numbers(sum(r[1] for r in last[name]), sum(r[2] for r in last[name]), sum(best[name]),
+                                sum(r[4] for r in last[name]))
     if reference:
         engine, ref = report["engine"], report["reference"]
         report["overhead"] = round(engine["seconds"] / ref["seconds"], 3)
@@ -218,7 +242,7 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
 
 
 def table(report: dict[str, Any]) -> str:
-    keys = ("forwards", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s")
+    keys = ("forwards", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s", "edits")
     lines = [f"{report['model']} on {report['device']}, {report['prompts']} prompts, each one's best of "
              f"{report['repeats']} ({report['clock']})",
              f"{'':10}" + "".join(f"{k:>20}" for k in keys)]

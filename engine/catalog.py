@@ -119,6 +119,13 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k",
               "model_dtype_probs": True, "threshold": 0.95},
              "tests/reference/test_upstream_llada2.py"),
+    # LLaDA2.1: LLaDA2.0's layout and dtype, its draft-then-edit rule (joint_threshold) with the
+    # quality mode's thresholds (speedy mode: threshold 0.5, edit threshold 0.0) and 16 post steps.
+    Decoding("llada21", "lingjiechen2/dllm dllm/pipelines/llada21/models/modeling_llada21_moe.py generate @ "
+             "7520f3c (sampler.py @ 9268328)",
+             {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "joint_threshold",
+              "model_dtype_probs": True, "threshold": 0.7, "edit_threshold": 0.5, "max_post_steps": 16},
+             "tests/reference/test_upstream_llada21.py"),
     # Dream: the whole canvas as one block (block_size = gen_length), Dream's truncating schedule.
     Decoding("dream", "Dream-org/Dream-v0-Instruct-7B generation_utils.py _sample (hub; read from copies), "
              "alg='entropy' as DreamLM/Dream @ fac0a7f demo_completion.py calls it",
@@ -164,6 +171,15 @@ PRESETS: tuple[Preset, ...] = (
            defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["llada2"].settings},
            description="LLaDA2.0 mini (16B MoE, 1.4B active): block diffusion, additive block-causal mask.",
            follows="llada2"),
+    # LLaDA2.1 runs LLaDA2.0's network (the same mask id and block-causal mask) and edits as it decodes.
+    Preset("LLaDA2.1-mini", "block_causal", "inclusionAI/LLaDA2.1-mini", mask_id=156895,
+           trust_remote_code=True, model_types=("llada21_moe",),
+           options={"mask_style": "additive", "use_cache": False},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, "temperature": 0.0,
+                     **DECODINGS["llada21"].settings},
+           description="LLaDA2.1 mini (16B MoE): LLaDA2.0's block diffusion that also rewrites decided tokens "
+                       "(draft, then edit).",
+           follows="llada21"),
     Preset("Qwen2.5-1.5B-Instruct", "causal", "Qwen/Qwen2.5-1.5B-Instruct", defaults=_AR_DEFAULTS,
            description="Qwen2.5 1.5B instruct: the autoregressive baseline (KV cache)."),
     Preset("Qwen2.5-7B-Instruct", "causal", "Qwen/Qwen2.5-7B-Instruct", defaults=_AR_DEFAULTS,

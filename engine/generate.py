@@ -25,7 +25,9 @@ from engine.backends.base import BackendError
 from engine.blocks import block_slices
 from engine.dream import dream_round, follows_dream
 from engine.metrics import ModelClock
+from engine.remask import remask_choice
 from engine.result import summarize
+from engine.sampler_table import SAMPLERS
 from engine.samplers import confidence, propose, select, transfer_schedule
 from engine.tool_calls import ToolCalls
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
@@ -168,7 +170,7 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
                                 untempered_confidence=config.untempered_confidence, never=backend.mask_id,
                                 dtype=dtype)
         chosen = select(config, probs, tokens, masked, round_index, schedule, generator,
-                        row=(prompt_length + span.start, prompt_length + canvas.shape[1]))
+                        row=(prompt_length + span.start, prompt_length + canvas.shape[1]), current=current.clone())
         conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
     toks = tokens[picked]
@@ -192,6 +194,27 @@ def _finish_block(backend, canvas: torch.Tensor, block: slice, stop_on_eos: bool
     return None
 
 
+def _rewrites(committed: list[tuple[int, int, float]], decided: dict[int, int]) -> list[tuple[int, int, int]]:
+    """(position, old, new) for each commit that replaces the position's last decided token with
+    another (an edit, or a remasked position decoded differently); records the new tokens."""
+    edits = [(p, decided[p], t) for p, t, _c in committed if p in decided and decided[p] != t]
+    decided.update((p, t) for p, t, _c in committed)
+    return edits
+
+
+@torch.inference_mode()
+def _remask(canvas: torch.Tensor, block: slice, config: GenerationConfig, psi: torch.Tensor,
+            committed: list[tuple[int, int, float]], rounds_left: int, mask_id: int) -> list[int]:
+    """Put back to the mask what the remasking schedule picks in this block (engine/remask.py)."""
+    fresh = torch.zeros(block.stop - block.start, dtype=torch.bool)
+    fresh[[p - block.start for p, _t, _c in committed if block.start <= p < block.stop]] = True
+    decided = (canvas[0, block] != mask_id).cpu()
+    picked = remask_choice(config.remask, psi[block], decided, fresh, config.remask_count, rounds_left)
+    positions = [block.start + int(i) for i in picked]
+    canvas[0, positions] = mask_id
+    return positions
+
+
 def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
     clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)
@@ -208,14 +231,28 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
     first_token = (config.greedy_first_token and config.aligned_blocks and len(prompt) > config.block_size
                    and len(prompt) % config.block_size == 0)
     pending = _greedy_first_token(backend, canvas, 0) if first_token else []
+    edit_rule = SAMPLERS[config.sampler].edits
+    decided: dict[int, int] = {}                                               # position -> its last decided token
+    psi = torch.ones(canvas.shape[1], dtype=torch.float64)                     # confidence at the last decision
     for b, block in enumerate(blocks):
-        round_index = 0
+        round_index = post_rounds = remask_rounds = 0
         while True:
+            started_full = not bool((canvas[0, block] == mask_id).any())
+            post_rounds += started_full                                        # LLaDA2.1's post steps
             window = _window(canvas, block, config, mask_id)
             committed = pending + _denoise_round(backend, canvas, block, config, round_index, schedule, generator,
                                                  window, len(prompt))
             pending = []
-            done = not bool((canvas[0, block] == mask_id).any())
+            edits = _rewrites(committed, decided)
+            for position, _token, conf in committed:
+                psi[position] = conf
+            remasked = _remask(canvas, block, config, psi, committed, config.remask_rounds - remask_rounds, mask_id)
+            remask_rounds += bool(remasked)
+            full = not bool((canvas[0, block] == mask_id).any())
+            # An edit rule goes on after the block is full, up to max_post_steps rounds, until a
+            # round that began full rewrites nothing (LLaDA2.1's generate).
+            done = full and (not edit_rule or (started_full and not edits)
+                             or post_rounds + 1 > config.max_post_steps)
             if done:
                 eos = _finish_block(backend, canvas, block, config.stop_on_eos)
                 if eos is not None:                                            # the rest is EOS: decided now
@@ -224,7 +261,7 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
                 elif config.greedy_first_token and b + 1 < len(blocks):
                     committed += _greedy_first_token(backend, canvas, blocks[b + 1].start)
             frame = Frame(nfe=len(frames) + 1, block=b, round=round_index, committed=committed,
-                          canvas=canvas[0].tolist(), elapsed_s=clock.elapsed())
+                          canvas=canvas[0].tolist(), elapsed_s=clock.elapsed(), edits=edits, remasked=remasked)
             frames.append(frame)
             with clock.paused():                                               # the consumer's time is not the model's
                 yield frame

@@ -11,6 +11,9 @@ everywhere.
   loading, streaming and the playback pace included).
 - first answer token: model time when the first answer token was committed.
 - tokens per forward = answer tokens / forwards; tokens/s = answer tokens / model time.
+- edits: rewrites of answer positions (Frame.edits: a decided token replaced by another, by an
+  edit rule or after a remask). A position counts once as decided however often it is rewritten,
+  so tokens per forward is unchanged by edits; the edits are counted on their own.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ LABELS = {
     "first_token_s": "first answer token",
     "tokens_per_s": "tokens/s",
     "stop_reason": "stopped by",
+    "edits": "edits",
 }
 # One sentence each, for tooltips, info lines and the docs.
 MEANINGS = {
@@ -44,6 +48,8 @@ MEANINGS = {
     "first_token_s": "Model time until the first answer token was decided.",
     "tokens_per_s": "Answer tokens divided by model time.",
     "stop_reason": "length (the canvas was full), eos (the model ended its answer) or cancelled (Stop).",
+    "edits": "Decided answer tokens rewritten to another token (editing and remasking samplers); an edited "
+             "position still counts once in answer tokens.",
 }
 
 
@@ -90,6 +96,15 @@ def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
     return out
 
 
+def edit_counts(frames: Sequence[Frame], ends: Ends) -> list[int]:
+    """Rewrites of answer positions made by each frame (Frame.edits), judged against the last
+    frame's canvas as answer_commits is."""
+    if not frames:
+        return []
+    answer = set(ends.answer_positions(frames[-1].canvas))
+    return [sum(position in answer for position, _old, _new in f.edits) for f in frames]
+
+
 def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:
     """Running total of answer_commits: answer tokens decided after each frame."""
     out, total = [], 0
@@ -118,7 +133,7 @@ def numbers(frames: Sequence[Frame], ends: Ends, stop_reason: str, wall_s: float
     first = next((f.elapsed_s for f, n in zip(frames, per_frame) if n), None)
     return Stats(nfe=nfe, new_tokens=answer, tokens_per_forward=tokens_per_forward(answer, nfe), seconds=model_s,
                  tokens_per_s=tokens_per_second(answer, model_s), first_token_s=first, stop_reason=stop_reason,
-                 wall_s=wall_s)
+                 wall_s=wall_s, edits=sum(edit_counts(frames, ends)))
 
 
 def combined(parts: Sequence[Stats], wall_s: float | None = None) -> Stats:
@@ -137,7 +152,8 @@ def combined(parts: Sequence[Stats], wall_s: float | None = None) -> Stats:
         before += part.seconds
     return Stats(nfe=nfe, new_tokens=tokens, tokens_per_forward=tokens_per_forward(tokens, nfe), seconds=model_s,
                  tokens_per_s=tokens_per_second(tokens, model_s), first_token_s=first,
-                 stop_reason=parts[-1].stop_reason if parts else "length", wall_s=wall_s)
+                 stop_reason=parts[-1].stop_reason if parts else "length", wall_s=wall_s,
+                 edits=sum(part.edits for part in parts))
 
 
 def with_wall(stats: Stats, wall_s: float) -> Stats:
@@ -155,10 +171,12 @@ def formatted(stats: Stats) -> dict[str, str]:
         "new_tokens": str(stats.new_tokens), "nfe": str(stats.nfe),
         "tokens_per_forward": f"{stats.tokens_per_forward:.2f}", "seconds": _seconds(stats.seconds),
         "wall_s": _seconds(stats.wall_s), "first_token_s": _seconds(stats.first_token_s),
-        "tokens_per_s": f"{stats.tokens_per_s:.1f}", "stop_reason": stats.stop_reason,
+        "tokens_per_s": f"{stats.tokens_per_s:.1f}", "stop_reason": stats.stop_reason, "edits": str(stats.edits),
     }
     if stats.wall_s is None:
         del out["wall_s"]
+    if not stats.edits:                 # shown only where a run rewrote something
+        del out["edits"]
     return out
 
 

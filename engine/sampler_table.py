@@ -13,6 +13,9 @@ class SamplerSpec:
     description: str
     parameters: tuple[str, ...]         # the GenerationConfig fields the rule reads
     scheduled: bool                     # True: `steps` is a schedule (k per round); False: a cap
+    # Rules that rewrite decided tokens run as long as they like: `steps` is neither schedule nor
+    # cap, and a block goes on after its last mask (post rounds) while they edit.
+    edits: bool = False
 
 
 SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
@@ -42,6 +45,11 @@ SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
                 ("factor",), False),
     SamplerSpec("factor_prefix", "Ours: the longest prefix of ranks with (n + 1)(1 - c_(n)) < factor (none failing).",
                 ("factor",), False),
+    SamplerSpec("joint_threshold",
+                "LLaDA2.1: fill masks with confidence > threshold (at least the top one) and rewrite decided "
+                "tokens whose new proposal has probability > edit threshold; after the block is full, up to "
+                "max post steps rounds that only edit.",
+                ("threshold", "edit_threshold", "max_post_steps"), False, edits=True),
     SamplerSpec("entropy_bounded", "The lowest-entropy masked positions while sum H - max H <= entropy bound.",
                 ("entropy_bound",), False),
     SamplerSpec("reference", "One token per forward, the most confident masked position (the slow reference).",
@@ -50,6 +58,8 @@ SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
 # How scheduled samplers pick k per round: LLaDA's even split of a block's masks over the
 # steps, or Dream's k = int(M (1 - s / t)) of the masks left (dream_transfer_count).
 SCHEDULES = ("even", "dream")
+# Remasking schedules (GenerationConfig.remask; the rule is engine/remask.py).
+REMASK_SCHEDULES = ("off", "loop", "cap")
 # Old names still accepted (a config using one is renamed, with a deprecation warning).
 RENAMED_SAMPLERS = {"random": "random_order", "eb": "entropy_bounded"}
 

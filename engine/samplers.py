@@ -4,7 +4,9 @@ positions of the active block to commit this round (docs/ARCHITECTURE.md, "Sampl
 Notation: a block has B positions, M of them still masked. `propose` gives every position a
 token x_i and a distribution p_i; the confidence of a proposal is c_i = p_i[x_i]. A selection
 rule returns a bool mask (B,) that is True only at masked positions, and True at one or more
-of them whenever any position is still masked, so every round makes progress.
+of them whenever any position is still masked, so every round makes progress; the rules that
+edit (SDAR's uncapped top k, LLaDA2.1's joint_threshold) may also return decided positions, whose
+tokens are then rewritten (Frame.edits).
 
 The samplers' names, descriptions and parameters are engine/sampler_table.py's SAMPLERS (no torch:
 GenerationConfig validates against it); `RULES` here holds each one's rule, and `select` dispatches
@@ -353,6 +355,24 @@ def threshold_or_top_k_uncapped(conf: torch.Tensor, masked: torch.Tensor, tau: f
     return _choose(masked, aligned_top_k(conf, masked, k, width))
 
 
+def joint_threshold(conf: torch.Tensor, masked: torch.Tensor, tokens: torch.Tensor, current: torch.Tensor | None,
+                    tau: float, edit_tau: float, width: int) -> torch.Tensor:
+    """LLaDA2.1's draft-then-edit rule, both halves read from one forward.
+
+    Mask to token: the masked positions with c_i > tau (strict) when at least one passes, else the
+    most confident masked one (upstream's num_to_transfer = 1: torch.topk over the aligned block,
+    aligned_top_k). Token to token: a position already decided when the round began is rewritten
+    when its proposal x_i differs from the token it holds and c_i > edit_tau. The rounds after a
+    block is full, in which only the second half can act, are run by engine/generate.py
+    (GenerationConfig.max_post_steps)."""
+    chosen = masked & (conf > tau)
+    if bool(masked.any()) and not bool(chosen.any()):
+        chosen = _choose(masked, aligned_top_k(conf, masked, 1, width))
+    if current is None:                 # no tokens given for the decided positions: nothing to rewrite
+        return chosen
+    return chosen | (~masked & (conf > edit_tau) & (tokens != current))
+
+
 def entropy_bounded(probs: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:
     """Entropy-bounded sampler: sort masked positions by entropy ascending, H_1 <= H_2 <= ...,
     and commit the largest k with sum_{j<=k} H_j - max_{j<=k} H_j <= gamma (k >= 1; k = 1
@@ -388,6 +408,8 @@ class Round:
     # untempered_confidence (LLaDA's and Fast-dLLM v1's scoring), whose rules then rank by
     # torch.topk over that row (row_top_k) so exact ties go in upstream's order
     row: tuple[int, int] | None = None
+    tokens: torch.Tensor | None = None  # (B,) this round's proposals, for rules that edit
+    current: torch.Tensor | None = None  # (B,) the tokens the block holds before this round
 
     @property
     def width(self) -> int:
@@ -409,6 +431,8 @@ RULES: dict[str, Callable[[Round], torch.Tensor]] = {
     "prefix_threshold": lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold),
     "factor": lambda r: factor(r.conf, r.masked, r.config.factor, r.row),
     "factor_prefix": lambda r: factor_prefix(r.conf, r.masked, r.config.factor),
+    "joint_threshold": lambda r: joint_threshold(r.conf, r.masked, r.tokens, r.current, r.config.threshold,
+                                                 r.config.edit_threshold, r.width),
     "entropy_bounded": lambda r: entropy_bounded(r.probs, r.masked, r.config.entropy_bound),
     "reference": lambda r: reference(r.conf, r.masked),
 }
@@ -419,7 +443,7 @@ if set(RULES) != set(SAMPLERS):
 def select(
     config: GenerationConfig, probs: torch.Tensor, tokens: torch.Tensor, masked: torch.Tensor,
     round_index: int, schedule: list[int], generator: torch.Generator | None = None,
-    row: tuple[int, int] | None = None,
+    row: tuple[int, int] | None = None, current: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Which masked positions of the block to commit in round `round_index` (from 0).
 
@@ -429,10 +453,11 @@ def select(
     steps - 1; without it the unscheduled ones (threshold, factor, ...) go on until the block is
     done, as Fast-dLLM does. SDAR's rule runs its last round itself (its k may exceed the masks
     left there too). `row` = (offset of the block, length of prompt + canvas): read only under
-    untempered_confidence, by low_confidence, threshold and factor (Round.row).
+    untempered_confidence, by low_confidence, threshold and factor (Round.row). `current` (B,):
+    the tokens the block holds, read by the rules that edit (joint_threshold).
     """
     sampler = SAMPLERS[config.sampler]
-    own_last_round = sampler.name in ("reference", "threshold_or_top_k_uncapped")
+    own_last_round = sampler.edits or sampler.name in ("reference", "threshold_or_top_k_uncapped")
     if not own_last_round and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
         return masked.clone()
     if config.schedule == "dream":
@@ -440,4 +465,4 @@ def select(
     else:
         k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
     return RULES[config.sampler](Round(config, probs, confidence(probs, tokens), masked, k, generator,
-                                row if config.untempered_confidence else None))
+                                       row if config.untempered_confidence else None, tokens, current))

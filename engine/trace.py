@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
 from engine.json_limits import MAX_DEPTH, value_depth
-from engine.sampler_table import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
+from engine.sampler_table import REMASK_SCHEDULES, RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 from engine.scaffold.schema import schema_problem
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
@@ -30,9 +30,11 @@ MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
 # is allowed, test) for real numbers, label for switches.
 _WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Block size", 1, MAX_TOKENS),
           "steps": ("Steps per block", 1, MAX_TOKENS), "top_k": ("Top-k (0 = off)", 0, MAX_TOP_K),
-          "seed": ("Seed", 0, MAX_SEED)}
+          "seed": ("Seed", 0, MAX_SEED), "max_post_steps": ("Max post steps", 0, MAX_TOKENS),
+          "remask_rounds": ("Remask rounds", 0, MAX_TOKENS), "remask_count": ("Remask count", 1, MAX_TOKENS)}
 _NUMBERS = {
     "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
+    "edit_threshold": ("Edit threshold", "a number from 0 to 1", lambda x: 0.0 <= x <= 1.0),
     "scaffold_threshold": ("Scaffold threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
     "factor": ("Factor", f"a number above 0 and at most {MAX_FACTOR:,}", lambda x: 0.0 < x <= MAX_FACTOR),
     "entropy_bound": ("Entropy bound", f"a number from 0 to {MAX_ENTROPY_BOUND:,}",
@@ -138,6 +140,17 @@ class GenerationConfig:
     tail_in_length: bool = False         # aligned blocks: the prompt's tail counts toward gen_length (Fast-dLLM v2)
     model_dtype_probs: bool = False      # probabilities in the dtype of the model's logits (SDAR: bf16 on a GPU)
     schedule: str = "even"               # scheduled samplers' k per round: one of SCHEDULES
+    # Editing (joint_threshold, LLaDA2.1): a decided token is rewritten when the new proposal's
+    # probability is > edit_threshold; after a block's last mask, at most max_post_steps rounds
+    # that only edit (the block ends at the first round without an edit).
+    edit_threshold: float = 0.9
+    max_post_steps: int = 16
+    # Remasking (engine/remask.py, ReMDM): off, or a schedule that puts back the least confident
+    # decided tokens of the block to be decoded again: remask_count of them in each of at most
+    # remask_rounds rounds per block. Works with every sampler of a masked model.
+    remask: str = "off"
+    remask_rounds: int = 2
+    remask_count: int = 2
     # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
     # only its value slots are decoded. `schema` alone (structured output) turns it on too.
     scaffold: bool = False               # the answer is one tool call of the registry (world/tools.py)
@@ -173,9 +186,11 @@ class GenerationConfig:
         if not known_sampler:
             out.append(f"Unknown sampler {shown_value(self.sampler)}; choose one of {', '.join(SAMPLERS)}."
                        if isinstance(self.sampler, str) else
-                       f"Sampler must be the name of one of {', '.join(SAMPLERS)}, got {shown_value(self.sampler)}.")
+                       f"Sampler must be a sampler's name (text, like 'threshold'), got {shown_value(self.sampler)}.")
         if self.schedule not in SCHEDULES:
             out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
+        if self.remask not in REMASK_SCHEDULES:
+            out.append(f"Unknown remasking {shown_value(self.remask)}; choose one of {', '.join(REMASK_SCHEDULES)}.")
         if self.schema is not None:
             deep = value_depth(self.schema, stop_past=MAX_DEPTH) > MAX_DEPTH
             problem = (f"The JSON schema nests more than {MAX_DEPTH} levels deep; a schema the scaffold can "
@@ -236,6 +251,12 @@ class Frame:
     # Scaffolded decoding: every position the scaffold has written so far (fixed text, and the EOS
     # fill after it), sorted; these are not model decisions and never appear in `committed`.
     prefilled: list[int] = field(default_factory=list)
+    # Rewrites: (position, old token, new token) for each position that held a decided token and
+    # now holds another one (an edit rule, or a remasked position decoded to a new token). Such a
+    # position is also in `committed`, but it was decided once (engine/metrics.py).
+    edits: list[tuple[int, int, int]] = field(default_factory=list)
+    # Positions put back to the mask after this forward (engine/remask.py), to be decoded again.
+    remasked: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -247,6 +268,8 @@ class Frame:
             committed=[(int(p), int(t), float(c)) for p, t, c in data["committed"]],
             canvas=[int(t) for t in data["canvas"]], elapsed_s=float(data["elapsed_s"]),
             prefilled=[int(p) for p in data.get("prefilled", ())],
+            edits=[(int(p), int(old), int(new)) for p, old, new in data.get("edits", ())],
+            remasked=[int(p) for p in data.get("remasked", ())],
         )
 
 
@@ -263,6 +286,7 @@ class Stats:
     first_token_s: float | None
     stop_reason: str            # one of STOP_REASONS
     wall_s: float | None = None  # what the person waited (set by the app); the rest: engine/metrics.py
+    edits: int = 0              # answer tokens rewritten (engine/metrics.py); not in new_tokens again
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -11,7 +11,9 @@ Layout: {"v": 1, "frames": [[nfe, block, round, elapsed_s, committed, canvas_len
 with committed = [[position, token, confidence], ...] and changes = [[position, token], ...].
 A scaffolded generation (Frame.prefilled, cumulative and sorted) is written as version 2: each row
 ends with the positions the scaffold placed since the previous frame, so an older playground says
-it cannot read it instead of dropping them; unscaffolded frames stay version 1.
+it cannot read it instead of dropping them; unscaffolded frames stay version 1. A generation
+that rewrote tokens (Frame.edits, Frame.remasked) is version 3: each row ends with the newly
+placed positions, the edits [[position, old, new], ...] and the remasked positions.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from engine.trace import Frame
 
 FORMAT_VERSION = 1
 PREFILLED_VERSION = 2                 # rows end with the newly pre-filled positions
+EDITS_VERSION = 3                     # rows end with newly pre-filled positions, edits, remasked
+VERSIONS = (FORMAT_VERSION, PREFILLED_VERSION, EDITS_VERSION)
 
 
 class FrameCodecError(ValueError):
@@ -40,6 +44,7 @@ def encode_frames(frames: list[Frame]) -> str:
     previous: list[int] = []
     placed: set[int] = set()
     scaffolded = any(frame.prefilled for frame in frames)
+    rewrote = any(frame.edits or frame.remasked for frame in frames)
     rows: list[list[Any]] = []
     for frame in frames:
         canvas = frame.canvas
@@ -49,26 +54,29 @@ def encode_frames(frames: list[Frame]) -> str:
             [[int(p), int(t), _number(float(c))] for p, t, c in frame.committed],
             len(canvas), changes,
         ])
-        if scaffolded:
+        if scaffolded or rewrote:
             rows[-1].append(sorted(int(p) for p in set(frame.prefilled) - placed))
             placed.update(frame.prefilled)
+        if rewrote:
+            rows[-1].append([[int(p), int(old), int(new)] for p, old, new in frame.edits])
+            rows[-1].append([int(p) for p in frame.remasked])
         previous = canvas
-    version = PREFILLED_VERSION if scaffolded else FORMAT_VERSION
+    version = EDITS_VERSION if rewrote else PREFILLED_VERSION if scaffolded else FORMAT_VERSION
     return json.dumps({"v": version, "frames": rows}, separators=(",", ":"))
 
 
 def decode_frames(data: str) -> list[Frame]:
     payload = read_stored(data)
-    if not isinstance(payload, dict) or payload.get("v") not in (FORMAT_VERSION, PREFILLED_VERSION):
+    if not isinstance(payload, dict) or payload.get("v") not in VERSIONS:
         version = payload.get("v") if isinstance(payload, dict) else None
         raise FrameCodecError(
             f"Stored frames use format version {version!r}; this version of the playground reads versions "
-            f"{FORMAT_VERSION} and {PREFILLED_VERSION}. Upgrade the playground to replay this turn."
+            f"{', '.join(map(str, VERSIONS[:-1]))} and {VERSIONS[-1]}. Upgrade the playground to replay this turn."
         )
     frames: list[Frame] = []
     canvas: list[int] = []
     placed: set[int] = set()
-    for nfe, block, round_, elapsed, committed, canvas_len, changes, *newly_placed in payload["frames"]:
+    for nfe, block, round_, elapsed, committed, canvas_len, changes, *rest in payload["frames"]:
         # Shrinking keeps the prefix; growing leaves slots that `changes` always fills.
         canvas = canvas[:canvas_len] + [0] * max(0, canvas_len - len(canvas))
         for position, token in changes:
@@ -78,7 +86,10 @@ def decode_frames(data: str) -> list[Frame]:
             committed=[(p, t, float("nan") if c is None else c) for p, t, c in committed],
             canvas=list(canvas), elapsed_s=float("nan") if elapsed is None else elapsed,
         ))
-        if newly_placed:
-            placed.update(newly_placed[0])
+        if rest:
+            placed.update(rest[0])
             frames[-1].prefilled = sorted(placed)
+        if len(rest) == 3:
+            frames[-1].edits = [(p, old, new) for p, old, new in rest[1]]
+            frames[-1].remasked = list(rest[2])
     return frames

@@ -36,6 +36,9 @@ _FRAME = {
     "type": "object", "required": ["nfe", "block", "round", "committed", "canvas", "elapsed_s"],
     "properties": {
         "nfe": _INT, "block": _INT, "round": _INT, "elapsed_s": _NUMBER_OR_NULL, "canvas": _IDS, "prefilled": _IDS,
+        "remasked": _IDS,
+        "edits": {"type": "array", "maxItems": MAX_CANVAS,
+                  "items": {"type": "array", "minItems": 3, "maxItems": 3, "prefixItems": [_INT, _INT, _INT]}},
         "committed": {"type": "array", "maxItems": MAX_CANVAS,
                       "items": {"type": "array", "minItems": 3, "maxItems": 3,
                                 "prefixItems": [_INT, _INT, _NUMBER_OR_NULL]}},
@@ -47,7 +50,8 @@ _STATS = {
     "additionalProperties": False,
     "properties": {"nfe": _INT, "new_tokens": _INT, "tokens_per_forward": _NUMBER_OR_NULL,
                    "seconds": _NUMBER_OR_NULL, "tokens_per_s": _NUMBER_OR_NULL, "first_token_s": _NUMBER_OR_NULL,
-                   "stop_reason": {"enum": ["length", "eos", "cancelled"]}, "wall_s": _NUMBER_OR_NULL},
+                   "stop_reason": {"enum": ["length", "eos", "cancelled"]}, "wall_s": _NUMBER_OR_NULL,
+                   "edits": _INT},
 }
 _GENERATION = {
     "type": ["object", "null"], "required": ["token_ids", "text", "frames", "stats"],

@@ -19,6 +19,7 @@ from engine.trace import Frame, Stats
 # like the text it spells.
 VISIBLE_WHITESPACE = {" ": "\u2423", "\n": "\u23ce", "\t": "\u21e5", "\r": "\u240d"}
 MASK_GLYPH = "\u00b7"
+REMASK_GLYPH = "\u21ba"   # a position put back to the mask, to be decoded again (engine/remask.py)
 
 # Text keeps full colour in every state (contrast >= 4.5:1); confidence fades the background only
 # (--dp-c in [0, 1]), and "new this round" is marked by an underline and an outline as well as colour.
@@ -52,6 +53,10 @@ GRID_CSS = """
 .dp-pre, .dp-key-pre { background-color: var(--dp-pre); border: 1px dotted var(--dp-pre-line);
   background-image: repeating-linear-gradient(135deg, transparent 0 4px, var(--dp-pre-hatch) 4px 5px); }
 .dp-end, .dp-key-end { background: var(--dp-end); font-style: italic; }
+.dp-edited, .dp-key-edited { border: 2px double var(--dp-mark); }
+.dp-edited .dp-old, .dp-key-edited .dp-old { text-decoration: line-through 1.5px; opacity: .75; margin-right: 2px;
+  font-weight: 400; }
+.dp-remasked, .dp-key-remasked { background: var(--dp-mask); border: 1px dashed var(--dp-mark); }
 .dp-break { flex-basis: 100%; height: 0; }
 .dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
 """
@@ -85,6 +90,15 @@ def decision_matrix(
     return round_of_position, nfe_of_position, confidence
 
 
+def last_edits(frames: Sequence[Frame]) -> dict[int, tuple[int, int, int]]:
+    """position -> (old token, new token, NFE) of the last rewrite of it in `frames` (Frame.edits)."""
+    edited: dict[int, tuple[int, int, int]] = {}
+    for frame in frames:
+        for position, old, new in frame.edits:
+            edited[position] = (old, new, frame.nfe)
+    return edited
+
+
 def confidence_level(confidence: float | None) -> float:
     """Confidence at commit clamped to [0, 1] (1 when unknown): how strong a cell's background is."""
     if confidence is None or not math.isfinite(confidence):
@@ -104,14 +118,35 @@ _LEGEND_ITEMS = Markup(
     '</span><span><span class="dp-key dp-key-mask">{}</span> still masked</span><span><span class="dp-key dp-key-end">'
     '{}</span> after the answer\'s end (EOS), not counted</span>'
 ).format(MASK_GLYPH, END_GLYPH)
+_LEGEND_EDITS = Markup(
+    '<span><span class="dp-key dp-key-edited"><s class="dp-old">a</s>b</span> edited: a decided token rewritten '
+    '(old one struck through, double outline)</span><span><span class="dp-key dp-key-remasked">{}</span> remasked: '
+    'put back to be decoded again</span>').format(REMASK_GLYPH)
 _LEGEND_PRE = Markup('<span><span class="dp-key dp-key-pre">{"</span> pre-filled by the schema (dotted, '
                      'hatched): placed, not decided by the model</span>')
 
 
-def legend_html(prefilled: bool = False) -> Markup:
-    """The key to the cell styles; the pre-filled entry only for a trace a scaffold wrote into."""
-    return Markup('<div class="dp-legend">{}{}<span>outlined box: active block</span></div>').format(
-        _LEGEND_ITEMS, _LEGEND_PRE if prefilled else Markup(""))
+def legend_html(prefilled: bool = False, edited: bool = False) -> Markup:
+    """The key to the cell styles; the pre-filled entry only for a trace a scaffold wrote into, the
+    edited and remasked ones only for a trace that rewrote tokens."""
+    return Markup('<div class="dp-legend">{}{}{}<span>outlined box: active block</span></div>').format(
+        _LEGEND_ITEMS, _LEGEND_EDITS if edited else Markup(""), _LEGEND_PRE if prefilled else Markup(""))
+
+
+def _edited_cell(position: int, old: str, new: str, classes: str, title: str, level: float) -> Markup:
+    """A rewritten token: the old piece struck through before the new one and a double outline
+    (not colour alone); title and aria-label say "edited: old -> new", and the cell
+    takes focus so a keyboard reaches what the mouse hovers."""
+    style = f' style="--dp-c:{level}"' if level < 1.0 else ""
+    return Markup('<span class="{} dp-edited" tabindex="0" title="{}" aria-label="{}"{}>'
+                  '<s class="dp-old" aria-hidden="true">{}</s>{}</span>').format(
+        classes, title, f"#{position}: {new!r}, edited: {old!r} -> {new!r}", Markup(style),
+        visible_piece(old), visible_piece(new))
+
+
+def has_rewrites(frames: Sequence[Frame]) -> bool:
+    """Whether a trace rewrote or remasked any token (its legend then explains those cells)."""
+    return any(f.edits or f.remasked for f in frames)
 
 
 def prefilled_positions(frames: Sequence[Frame]) -> dict[int, int]:
@@ -195,12 +230,14 @@ def render_grid(
     else:
         frame, shown = None, []
     rounds, nfes, confidences = decision_matrix(shown, gen_length)
+    last_tokens = {p: t for f in shown for p, t, _c in f.committed}
     canvas = frame.canvas if frame is not None else []
     bounds = block_bounds(gen_length, block_size, len(canvas) if mask_id is not None else 0)
     num_blocks = len(bounds)
     answer = set(ends.answer_positions(canvas))
     new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
     placed = prefilled_positions(shown)
+    edited = last_edits(shown)
 
     drawn: list[Markup] = []
     for b, (start, stop) in enumerate(bounds):
@@ -208,8 +245,14 @@ def render_grid(
         for position in range(start, stop):
             token = canvas[position] if position < len(canvas) else None
             if token is None or (mask_id is not None and token == mask_id):
-                cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
-                    position, MASK_GLYPH))
+                if nfes[position] is not None:                                 # decided once, now remasked
+                    was = pieces.get(last_tokens[position], f"\u27e8{last_tokens[position]}\u27e9")
+                    cells.append(Markup('<span class="dp-cell dp-mask dp-remasked" title="{}" aria-label="{}">'
+                                        '{}</span>').format(f"#{position}: remasked (was {was!r}), to be decoded again",
+                                                            f"#{position}: remasked, was {was!r}", REMASK_GLYPH))
+                else:
+                    cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
+                        position, MASK_GLYPH))
                 continue
             text = pieces.get(token, f"\u27e8{token}\u27e9")
             if position not in answer:
@@ -227,7 +270,14 @@ def render_grid(
                 title = (f"#{position}: {text!r} · round {rounds[position] + 1} · NFE {nfes[position]}"
                          f" · confidence {float(confidences[position]):.2f}"
                          + (" · new this round" if kind == "dp-new" else ""))
-                cells.append(_cell(text, f"dp-cell {kind}", title, confidence_level(confidences[position])))
+                old, new, at = edited.get(position, (None, None, None))
+                if old is not None and new == token:
+                    was = pieces.get(old, f"\u27e8{old}\u27e9")
+                    cells.append(_edited_cell(position, was, text, f"dp-cell {kind}",
+                                              f"{title} · edited: {was!r} -> {text!r} at NFE {at}",
+                                              confidence_level(confidences[position])))
+                else:
+                    cells.append(_cell(text, f"dp-cell {kind}", title, confidence_level(confidences[position])))
             if "\n" in text:
                 cells.append(Markup('<span class="dp-break"></span>'))
         active = frame is not None and b == frame.block
@@ -237,4 +287,4 @@ def render_grid(
     readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)))
     scaffolded = any(f.prefilled for f in frames)
     return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
-        readout, Markup("").join(drawn), legend_html(scaffolded) if legend else Markup("")))
+        readout, Markup("").join(drawn), legend_html(scaffolded, has_rewrites(frames)) if legend else Markup("")))

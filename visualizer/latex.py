@@ -13,7 +13,7 @@ import re
 
 from engine.trace import Result
 
-from .grid import decision_matrix
+from .grid import decision_matrix, last_edits
 
 # One pass over the text: each special character maps to its replacement exactly once, so the
 # braces that `\textbackslash{}` introduces are never escaped again.
@@ -68,20 +68,36 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
 
     Positions index the generated span, so answer token i sits at position i and its round comes
     from the frame that committed it; a token with no commit record is printed in grey. Without
-    pieces for every answer token, the plain text is used (uncoloured).
+    pieces for every answer token, the plain text is used (uncoloured). A token that was rewritten
+    (Frame.edits) carries a superscript number, and an "Edits" list under the answer gives each
+    one's old and new token and the forward that rewrote it.
     """
     rounds, _nfes, _conf = decision_matrix(result.frames, len(result.token_ids))
     spans: list[tuple[int | None, str]] = [(None, result.text)]
+    marks: list[str] = [""]
+    edit_lines: list[str] = []
     if result.token_ids and all(t in result.pieces for t in result.token_ids):
         spans = [(rounds[i], result.pieces[t]) for i, t in enumerate(result.token_ids)]
+        edited = last_edits(result.frames)
+        marks = [""] * len(spans)
+        for i, t in enumerate(result.token_ids):
+            old, new, at = edited.get(i, (None, None, None))
+            if old is not None and new == t:
+                edit_lines.append(f"[{len(edit_lines) + 1}] {latex_escape(repr(result.pieces.get(old, str(old))))} "
+                                  f"$\\rightarrow$ {latex_escape(repr(result.pieces[t]))} (forward {at})")
+                marks[i] = f"\\textsuperscript{{[{len(edit_lines)}]}}"
 
     used = sorted({r for r, _ in spans if r is not None})
     colours = _round_colours(len(used))
     colour_of = {r: f"dpround{i}" for i, r in enumerate(used)}
     definitions = "\n".join(f"\\definecolor{{dpround{i}}}{{HTML}}{{{c}}}" for i, c in enumerate(colours))
     body = "".join(
-        f"\\textcolor{{{colour_of[r] if r is not None else 'dpfill'}}}{{{latex_escape(text)}}}" for r, text in spans
+        f"\\textcolor{{{colour_of[r] if r is not None else 'dpfill'}}}{{{latex_escape(text)}}}{mark}"
+        for (r, text), mark in zip(spans, marks)
     )
+    if edit_lines:
+        body += ("\n\n\\textbf{Edits} (a decided token rewritten; each position is counted once as decided): "
+                 + "; ".join(edit_lines) + ".")
     keys = [f"\\textcolor{{{colour_of[r]}}}{{\\rule{{0.8em}}{{0.8em}}~round {r + 1}}}" for r in used]
     if any(frame.prefilled for frame in result.frames):     # placed by a schema scaffold: no round, grey
         keys.append("\\textcolor{dpfill}{\\rule{0.8em}{0.8em}~pre-filled by the schema}")
@@ -89,7 +105,7 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     stats = result.stats
     stat_line = (f"{stats.new_tokens} tokens, {stats.nfe} forwards ({stats.tokens_per_forward:.2f} tokens per "
                  f"forward), {stats.seconds:.3f} s ({stats.tokens_per_s:.1f} tokens/s), stopped by "
-                 f"{latex_escape(stats.stop_reason)}.")
+                 f"{latex_escape(stats.stop_reason)}" + (f", {stats.edits} edits" if stats.edits else "") + ".")
     return _TEMPLATE % {
         # \newline is not allowed in \maketitle's centred lines: title and model stay on one line.
         "title": latex_escape(" ".join(title.split())), "model": latex_escape(" ".join(model_name.split())),

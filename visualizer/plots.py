@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from markupsafe import escape
 
-from engine.metrics import LABELS, Ends, answer_commits
+from engine.metrics import LABELS, Ends, answer_commits, edit_counts
 from engine.trace import Frame
 
 from .grid import decision_matrix, visible_piece
@@ -100,7 +100,9 @@ def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
 def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go.Figure:
     """Bars: answer tokens decided by each forward (stacked on them, for a scaffolded run, the
     tokens its scaffold placed). Line: running tokens per forward (answer tokens so far / NFE),
-    which ends on the run's own tokens per forward (engine/metrics.py)."""
+    which ends on the run's own tokens per forward (engine/metrics.py). A run that rewrote tokens
+    gets a bar of its own per forward, cross-hatched beside the decided ones: edits are not
+    decisions, so they never enter the line (engine/metrics.py)."""
     ends = _ends(frames, ends)
     nfe = [f.nfe for f in frames]
     per_forward = answer_commits(frames, ends)
@@ -118,10 +120,22 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go
     if any(placed):
         fig.add_trace(go.Bar(x=nfe, y=placed, name="pre-filled by the schema", marker_pattern_shape="/",
                              hovertemplate="NFE %{x}: %{y} tokens pre-filled<extra></extra>"))
+    edits = edit_counts(frames, ends)
+    if any(edits):
+        # offsetgroup: beside the stack, not on it (an edit rewrites a token already counted)
+        fig.add_trace(go.Bar(x=nfe, y=edits, name=f"{LABELS['edits']} (rewritten tokens, counted apart)",
+                             marker_pattern_shape="x", offsetgroup="edits",
+                             hovertemplate="NFE %{x}: %{y} tokens rewritten<extra></extra>"))
+        for trace in fig.data[:1]:
+            trace.offsetgroup = "decided"
+        for trace in fig.data[2:-1]:
+            trace.offsetgroup = "decided"
+    title = "Answer tokens decided (and pre-filled) per forward" if any(placed) else "Answer tokens decided per forward"
     fig.update_layout(
-        title={"text": "Answer tokens decided (and pre-filled) per forward" if any(placed) else
-               "Answer tokens decided per forward"}, xaxis_title=LABELS["nfe"], yaxis_title="answer tokens",
-        xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max(totals, default=1)), barmode="stack",
+        title={"text": title + (", and edits" if any(edits) else "")}, xaxis_title=LABELS["nfe"],
+        yaxis_title="answer tokens",
+        xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max([*totals, *edits], default=1)),
+        barmode="stack",
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
     )
     return fig

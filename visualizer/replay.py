@@ -22,7 +22,7 @@ from markupsafe import Markup
 from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result, block_size_of
 
-from .grid import GRID_CSS, block_bounds, legend_html
+from .grid import GRID_CSS, block_bounds, has_rewrites, legend_html
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -97,7 +97,7 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     payload = result.to_dict()
     blocks = block_bounds(gen_length, block_size, canvas_length if result.mask_id is not None else 0)
     payload.update(gen_length=gen_length, block_size=block_size, blocks=blocks, round_ms=round_ms(len(result.frames)),
-                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds")})
+                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds", "edits")})
     return payload
 
 
@@ -123,7 +123,7 @@ def standalone_replay_html(
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
         numbers=summary_line(result.stats) if result.stats else "", config=_config_dict(config),
-        legend=legend_html(any(f.prefilled for f in result.frames)),
+        legend=legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames)),
         css=Markup(GRID_CSS + PAGE_CSS),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),

@@ -12,12 +12,14 @@ from app.controls import (
     MODEL_DEFAULTS,
     ORDER,
     SHOW_EVERY_ROUND,
+    WATCH_IT_EDIT,
     generation_controls,
     how_it_works,
     preset_names,
     preset_settings,
     save_preset,
     show_every_round,
+    watch_it_edit,
 )
 from app.settings import DEFAULTS, PACE_MS, RANGES
 from engine.metrics import LABELS
@@ -35,7 +37,8 @@ class Ctx:
 def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
     with gr.Blocks():
         controls = generation_controls("t", DEFAULTS, with_sampling=with_sampling)
-    expected = {"gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "pace_ms"}
+    expected = {"gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "pace_ms",
+                "edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count"}
     if with_sampling:
         expected |= {"temperature", "top_p", "top_k", "seed"}
     assert set(controls) == expected
@@ -71,10 +74,10 @@ def test_show_every_round_is_one_round_per_token():
 
 def test_presets_saved_in_the_store(tmp_path):
     ctx = Ctx(SessionStore(tmp_path / "s.db"))
-    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT]
     mine = {**DEFAULTS, "threshold": 0.8, "pace_ms": 400}
     assert "Saved" in save_preset(ctx, "  slow   and sure ", mine)
-    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, "slow and sure"]
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT, "slow and sure"]
     assert preset_settings("slow and sure", DEFAULTS, {}, ctx) == mine
     assert "again" not in save_preset(ctx, "slow and sure", {**mine, "threshold": 0.7})   # replaced, not doubled
     assert preset_settings("slow and sure", DEFAULTS, {}, ctx)["threshold"] == 0.7
@@ -82,10 +85,22 @@ def test_presets_saved_in_the_store(tmp_path):
     assert "not saved" in save_preset(ctx, "   ", mine)
     assert preset_settings(MODEL_DEFAULTS, DEFAULTS, {}, ctx) == dict(DEFAULTS)
     assert preset_settings("unknown", DEFAULTS, {}, ctx) is None and preset_settings(None, DEFAULTS, {}, ctx) is None
-    assert ctx.store.delete_preset("slow and sure") and preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+    assert ctx.store.delete_preset("slow and sure")
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT]
 
 
 def test_presets_without_a_store_say_so():
     ctx = Ctx(None)
-    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND]
+    assert preset_names(ctx) == [MODEL_DEFAULTS, SHOW_EVERY_ROUND, WATCH_IT_EDIT]
     assert "session store" in save_preset(ctx, "x", DEFAULTS)
+
+
+def test_watch_it_edit_turns_remasking_on_and_is_explained(tmp_path):
+    chosen = watch_it_edit(DEFAULTS)
+    config = GenerationConfig(**{k: v for k, v in chosen.items() if k != "pace_ms"})
+    assert config.remask == "loop" and config.remask_rounds > 0 and config.temperature > 0
+    assert DEFAULTS["remask"] == "off"                                         # off unless asked for
+    assert preset_settings(WATCH_IT_EDIT, DEFAULTS, DEFAULTS) == chosen
+    text = how_it_works()
+    assert WATCH_IT_EDIT in text and "**joint_threshold**" in text and "ReMDM" in text
+    assert "built-in preset" in save_preset(Ctx(SessionStore(tmp_path / "s.db")), WATCH_IT_EDIT, DEFAULTS)

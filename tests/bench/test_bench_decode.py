@@ -22,6 +22,19 @@ def test_decode_benchmark_reports_engine_and_reference(capsys, model):
         assert report[run]["forwards"] >= len(PROMPTS)
         assert 0 < report[run]["new_tokens"] <= 8 * len(PROMPTS)      # never more than gen_length each
     assert report["overhead"] > 0 and report["overhead_per_forward"] > 0
+    assert report["engine"]["edits"] == report["reference"]["edits"]           # counted alike
+    if RANDOM_MODELS[model].decoding in ("llada", "dream", "fast_dllm_v2", "llada2"):
+        assert report["engine"]["edits"] == 0                                  # these rules never rewrite
+
+
+def test_joint_threshold_edits_on_the_random_llada2_model(capsys):
+    """The draft-then-edit rule rewrites tokens on a random LLaDA2-shaped model at the benchmark's
+    sizes (gen 64, blocks of 32), the same rewrites as its reference loop."""
+    code = bench.main(["decode", "--model", "random:llada21", "--gen-length", "64", "--block-size", "32",
+                       "--repeats", "1", "--reference", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["same_canvases"] is True and report["engine"]["edits"] == report["reference"]["edits"] > 0
 
 
 def test_same_rounds_compares_every_round_or_the_references_prefix():

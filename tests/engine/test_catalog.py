@@ -42,6 +42,7 @@ def test_presets_listed_with_valid_defaults():
         "LLaDA-8B-Instruct": "full_attention", "Dream-v0-Instruct-7B": "full_attention",
         "Fast_dLLM_v2_1.5B": "block_causal", "Fast_dLLM_v2_7B": "block_causal",
         "SDAR-1.7B-Chat": "block_causal", "SDAR-4B-Chat": "block_causal", "LLaDA2.0-mini": "block_causal",
+        "LLaDA2.1-mini": "block_causal",
         "Qwen2.5-1.5B-Instruct": "causal", "Qwen2.5-7B-Instruct": "causal", "Qwen3-1.7B": "causal",
     }
     for name, driver in expected.items():

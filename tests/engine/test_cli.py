@@ -53,7 +53,7 @@ def test_json_output(catalog, capsys):
     assert payload["text"] == ANSWER
     assert payload["config"]["block_size"] == 8 and payload["config"]["sampler"] == "threshold"
     assert set(payload["stats"]) == {"nfe", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s",
-                                     "first_token_s", "stop_reason", "wall_s"}
+                                     "first_token_s", "stop_reason", "wall_s", "edits"}
     assert payload["stats"]["new_tokens"] == len(ANSWER)
     assert catalog.loaded == [("fake-dllm", "cpu")]
 

@@ -228,6 +228,9 @@ def test_select_last_round_commits_the_rest_but_reference_commits_one():
             assert chosen(picked) == {int(conf.argmax())}
         elif name == "threshold_or_top_k_uncapped":                            # SDAR: its k (2) in this round too
             assert int(picked.sum()) == 2 and not (picked & ~masked).any()
+        elif name == "joint_threshold":                                        # LLaDA2.1: no last round, its top one
+            conf = samplers.confidence(probs, tokens).masked_fill(~masked, -1)
+            assert chosen(picked) == {int(conf.argmax())}
         else:
             assert torch.equal(picked, masked)
 
@@ -287,7 +290,9 @@ def configs(draw):
         entropy_bound=draw(st.floats(0.0, 2.0)), temperature=draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])),
         seed=draw(st.integers(0, 1000)), stop_on_eos=draw(st.booleans()),
         untempered_confidence=draw(st.booleans()), keep_mask_logit=draw(st.booleans()),
-        steps_cap=draw(st.booleans()),
+        steps_cap=draw(st.booleans()), edit_threshold=draw(st.sampled_from([0.0, 0.5, 1.0])),
+        max_post_steps=draw(st.integers(0, 3)), remask=draw(st.sampled_from(["off", "off", "loop", "cap"])),
+        remask_rounds=draw(st.integers(0, 3)), remask_count=draw(st.integers(1, 3)),
     )
 
 
@@ -300,15 +305,21 @@ def test_generation_invariants(config, target, seed):
 
     canvas = [MASK] * length
     decided_at: dict[int, int] = {}
+    rewrites = config.sampler in ("threshold_or_top_k_uncapped", "joint_threshold") or config.remask != "off"
     for k, frame in enumerate(frames, start=1):
         assert frame.nfe == k
+        last = dict(decided_at)
         for pos, token, _ in frame.committed:
-            # SDAR's rule re-samples decided positions when its k exceeds the masks left
-            assert pos not in decided_at or config.sampler == "threshold_or_top_k_uncapped", "committed twice"
+            # SDAR's rule re-samples decided positions when its k exceeds the masks left; LLaDA2.1's
+            # edits them; a remasked position is decided again
+            assert pos not in decided_at or rewrites, "committed twice"
             assert token != MASK
             decided_at[pos] = k
             canvas[pos] = token
-        assert frame.canvas == canvas, "canvas differs from the previous one plus this frame's commits"
+        for pos in frame.remasked:
+            canvas[pos] = MASK
+        assert frame.canvas == canvas, "canvas differs from the previous one plus this frame's commits and remasks"
+        assert all(pos in last for pos, _old, _new in frame.edits), "an edit of a position never decided"
 
     assert set(decided_at) == set(range(length)), "every position is committed"
     assert MASK not in frames[-1].canvas
@@ -317,8 +328,16 @@ def test_generation_invariants(config, target, seed):
     for b in blocks:
         rounds = [f.round for f in frames if f.block == b]
         assert rounds == list(range(len(rounds)))
-        if config.sampler == "reference":
+        remasking = config.remask != "off" and config.remask_rounds > 0
+        if config.sampler == "reference" and not remasking:
             assert len(rounds) == size, "reference takes one forward per masked position"
+        elif remasking:
+            # every round decides a mask or rewrites; remasking rounds put back at most remask_count each
+            extra = config.remask_rounds * config.remask_count + (config.max_post_steps if
+                                                                  config.sampler == "joint_threshold" else 0)
+            assert len(rounds) <= size + extra + config.remask_rounds, "remasking ran past its budget"
+        elif config.sampler == "joint_threshold":
+            assert len(rounds) <= size + config.max_post_steps, "more edit-only rounds than max post steps"
         elif SAMPLERS[config.sampler].scheduled or config.steps_cap:
             assert len(rounds) <= config.steps, "a block took more rounds than steps allows"
         else:

@@ -103,12 +103,16 @@ _FAKE_DOM = textwrap.dedent("""
       this.textContent = ""; this.title = ""; this.hidden = false; this.listeners = {}; }
     Node.prototype.appendChild = function (c) { this.children.push(c); return c; };
     Node.prototype.addEventListener = function (name, fn) { this.listeners[name] = fn; };
+    Node.prototype.setAttribute = function (name, value) { this.attributes = this.attributes || {};
+      this.attributes[name] = String(value); };
+    Node.prototype.removeAttribute = function (name) { if (this.attributes) delete this.attributes[name]; };
     Object.defineProperty(Node.prototype, "innerHTML", { set: function () { throw new Error("innerHTML used"); } });
     var nodes = { trace: new Node("script"), grid: new Node("div"), scrubber: new Node("input"),
                   play: new Node("button"), speed: new Node("select"), readout: new Node("div") };
     nodes.trace.textContent = TRACE_TEXT; nodes.speed.value = "1";
     var document = { getElementById: function (id) { return nodes[id]; },
-                     createElement: function (tag) { return new Node(tag); } };
+                     createElement: function (tag) { return new Node(tag); },
+                     createTextNode: function (text) { var n = new Node("#text"); n.textContent = text; return n; } };
     function cells() { var out = []; nodes.grid.children.forEach(function (b) {
       b.children.forEach(function (c) {
         if (c.className.indexOf("dp-cell") >= 0) out.push([c.className, c.textContent]); });

@@ -86,8 +86,16 @@
     // a schema scaffold placed a position (not a decision of the model; older traces have none).
     var decided = new Array(genLength);
     var placed = {};
+    // The last rewrite of each position up to this frame (Frame.edits: [position, old, new]), and
+    // the last token decided there, which a remasked cell names.
+    var edited = {};
+    var lastToken = {};
+    var editsShown = 0;
     for (var i = 0; i < step; i++) {
       var f = frames[i];
+      var rewrites = f.edits || [];
+      for (var e = 0; e < rewrites.length; e++) { edited[rewrites[e][0]] = [rewrites[e][1], rewrites[e][2], f.nfe]; }
+      for (var m = 0; m < f.committed.length; m++) { lastToken[f.committed[m][0]] = f.committed[m][1]; }
       for (var j = 0; j < f.committed.length; j++) {
         var c = f.committed[j];
         if (c[0] >= 0 && c[0] < genLength) { decided[c[0]] = [f.round, f.nfe, c[2]]; }
@@ -105,11 +113,21 @@
       var cellNode = cells[pos];
       var token = pos < canvas.length ? canvas[pos] : null;
       if (cellNode.style.removeProperty) { cellNode.style.removeProperty("--dp-c"); }
+      cellNode.removeAttribute("aria-label");
+      cellNode.removeAttribute("tabindex");
       breaks[pos].hidden = true;
       if (token === null || token === maskId) {
-        cellNode.className = "dp-cell dp-mask";
-        cellNode.textContent = "\u00b7";
-        cellNode.title = "#" + pos + ": undecided";
+        if (decided[pos]) {                 // decided once, now back to the mask (engine/remask.py)
+          var was = JSON.stringify(pieceOf(lastToken[pos]));
+          cellNode.className = "dp-cell dp-mask dp-remasked";
+          cellNode.textContent = "\u21ba";
+          cellNode.title = "#" + pos + ": remasked (was " + was + "), to be decoded again";
+          cellNode.setAttribute("aria-label", "#" + pos + ": remasked, was " + was);
+        } else {
+          cellNode.className = "dp-cell dp-mask";
+          cellNode.textContent = "\u00b7";
+          cellNode.title = "#" + pos + ": undecided";
+        }
         continue;
       }
       var text = pieceOf(token);
@@ -136,6 +154,23 @@
         if (cellNode.style.setProperty) { cellNode.style.setProperty("--dp-c", String(conf)); }
         cellNode.title = "#" + pos + ": " + JSON.stringify(text) + " \u00b7 round " + (info[0] + 1) +
           " \u00b7 NFE " + info[1] + " \u00b7 confidence " + conf.toFixed(2) + (fresh[pos] ? " \u00b7 new this round" : "");
+        var edit = edited[pos];
+        if (edit && edit[1] === token) {
+          // As visualizer/grid.py draws it: the old piece struck through, then the new one.
+          var old = JSON.stringify(pieceOf(edit[0]));
+          var struck = el("s", "dp-old");
+          struck.setAttribute("aria-hidden", "true");
+          struck.textContent = visible(pieceOf(edit[0]));
+          cellNode.textContent = "";
+          cellNode.appendChild(struck);
+          cellNode.appendChild(document.createTextNode(visible(text)));
+          cellNode.className += " dp-edited";
+          cellNode.setAttribute("tabindex", "0");
+          cellNode.setAttribute("aria-label", "#" + pos + ": " + JSON.stringify(text) + ", edited: " + old + " -> " +
+            JSON.stringify(text));
+          cellNode.title += " \u00b7 edited: " + old + " -> " + JSON.stringify(text) + " at NFE " + edit[2];
+          editsShown++;
+        }
       }
     }
     for (var bb = 0; bb < blocks.length; bb++) {
@@ -150,7 +185,8 @@
       (labels.nfe || "NFE") + " " + nfe + " \u00b7 " + (labels.new_tokens || "answer tokens") + " " + tokens +
       " \u00b7 " + (labels.tokens_per_forward || "tokens per forward") + " " + perForward + " \u00b7 " +
       (labels.seconds || "model time") + " " + (frame ? frame.elapsed_s || 0 : 0).toFixed(3) + " s" +
-      (prefilledShown ? " \u00b7 pre-filled by the schema " + prefilledShown : "");
+      (prefilledShown ? " \u00b7 pre-filled by the schema " + prefilledShown : "") +
+      (editsShown ? " \u00b7 " + (labels.edits || "edits") + " shown " + editsShown : "");
     scrubber.value = String(step);
   }
 
