@@ -174,6 +174,9 @@ ANSWERS: dict[str, str] = {
     "office_course": "Registered {name} for {course}.",
     "office_activity": "{activity} is {status}.",
     "office_missing_info": "Please give the {missing}.",
+    # conversations: a follow-up "two more" the stock cannot cover, and a thank-you
+    "shop_no_more": "Sorry, {id} in size {size} is out of stock.",
+    "closing": "You're welcome! Ask me anytime about the shop or the office.",
     # outside the world: one honest sentence, what Sprout is and what it can do (no tool call)
     "outside_greeting": "Hello! I am Sprout, a small shop and office agent: I can find and buy products and look "
                         "up customers, invoices, courses and activities.",
