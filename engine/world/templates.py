@@ -185,6 +185,8 @@ ANSWERS: dict[str, str] = {
     "outside_general": "Sorry, I cannot answer that: I am Sprout, a small agent for this shop and office only.",
     "outside_unsupported": "Sorry, I cannot do that: I am Sprout, a small agent for this shop and office only.",
 }
+# the answers only a conversation's requests give (engine/world/conversations.py)
+CONVERSATION_ANSWERS = ("shop_no_more", "closing")
 # what an outside-the-world answer must say, by kind
 OUTSIDE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "greeting": ("Sprout", "shop", "office"), "about": ("Sprout", "shop", "office"),
