@@ -345,6 +345,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
                             "synonyms), conversations (2 to 6 requests each), handwritten (people's wording); "
                             "--validation draws from the same kind")
+    agent.add_argument("--sample", type=int, metavar="N",
+                       help="conversation sets: N conversations spread evenly over the set (a quick measurement)")
     agent.add_argument("--reads", choices=("declared", "conversation", "latest_request"), default="declared",
                        help="conversation sets: what the model reads (default: what its weights declare)")
     task_set = agent.add_mutually_exclusive_group()
@@ -451,6 +453,10 @@ def _conversation_report(args: argparse.Namespace, config: GenerationConfig) -> 
     if args.validation is not None and validation is None:
         raise ValueError(f"The {args.task_set} set has no validation draw: it is written by hand.")
     conversations = validation(args.validation) if args.validation else benchmark()
+    if args.sample is not None:
+        if not 1 <= args.sample <= len(conversations):
+            raise ValueError(f"--sample must be between 1 and {len(conversations)}, got {args.sample}.")
+        conversations = [conversations[i * len(conversations) // args.sample] for i in range(args.sample)]
     count = len(conversations) if args.tasks is None else args.tasks
     if not 1 <= count <= len(conversations):
         raise ValueError(f"--tasks must be between 1 and {len(conversations)}, got {count}.")
@@ -466,7 +472,7 @@ def _conversation_report(args: argparse.Namespace, config: GenerationConfig) -> 
     if args.episodes:
         write_lines(Path(args.episodes), lines)
     report["task_set"] = f"{args.task_set} validation ({args.validation})" if args.validation \
-        else f"{args.task_set} benchmark"
+        else f"{args.task_set} benchmark" + (f", {args.sample} spread evenly" if args.sample else "")
     return report
 
 

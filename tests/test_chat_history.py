@@ -16,7 +16,8 @@ SETTINGS = (128, 32, 32, "threshold", 0.9, 0.0, 0)
 
 
 def _lookup_then_invoice():
-    return next(c for s in range(100) if (c := C.draw("heldout", s, "heldout", plan=["office_customer", "follow_invoice"])))
+    plan = ["office_customer", "follow_invoice"]
+    return next(c for s in range(100) if (c := C.draw("heldout", s, "heldout", plan=plan)))
 
 
 def test_a_follow_up_reaches_a_conversation_model_with_its_history(tmp_path):

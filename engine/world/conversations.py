@@ -72,6 +72,23 @@ class Memory:
     styles: set[str] = field(default_factory=set)         # styles a later shop scenario must avoid
 
 
+# ask_missing: a request of `asked` that leaves out what its tool needs -> (what the answer asks
+# for, the words the answer must hold, the slots the request does not say)
+MISSING: dict[str, tuple[str, list[str], tuple[str, ...]]] = {
+    "shop_find": ("size", ["size"], ("size",)),
+    "shop_add": ("size", ["size"], ("size",)),
+    "shop_buy": ("size", ["size"], ("size",)),
+    "shop_checkout": ("name, email and address", ["name", "email", "address"], ("name", "email", "address")),
+    "office_customer": ("customer name", ["name"], ("name",)),
+    "office_invoice_by_name": ("customer", ["customer"], ("name", "customer_id")),
+    "office_find_invoices": ("customer name", ["name"], ("name",)),
+    "office_unpaid_total": ("customer name", ["name"], ("name",)),
+    "office_sum": ("amounts", ["amounts"], ("amounts",)),
+    "office_course": ("student name", ["name"], ("name",)),
+    "office_activity": ("activity id", ["activity id"], ("activity",)),
+}
+
+
 def remember(memory: Memory, k: int, intent: str, slots: dict[str, Any], steps: list[tuple[Call, Any]]) -> None:
     """Update `memory` with request k's gold calls and replies."""
     if slots.get("style"):
@@ -99,7 +116,8 @@ def remember(memory: Memory, k: int, intent: str, slots: dict[str, Any], steps: 
             memory.course = (k, {"name": args["student_name"], "course": args["course_code"]})
         elif call.name == "get_activity_status":
             memory.activity = (k, args["activity_id"])
-    memory.pending = (k, intent, slots) if intent in ("shop_missing_info", "office_missing_info") else None
+    memory.pending = (k, intent, slots) if intent in ("shop_missing_info", "office_missing_info", "ask_missing") \
+        else None
 
 
 def _acts(intent: str, slots: dict[str, Any]) -> bool | None:
@@ -157,6 +175,8 @@ def resolve(intent: str, frame: str, memory: Memory, world: World, setup: dict[s
         asked = pending[1]
         return {key: asked[key] for key in ("name", "email", "address")} | {"label": asked["missing"],
                                                                           "value": asked[asked["missing"]]}
+    if intent == "follow_supply":
+        return {**pending[1]} if pending and pending[0] == "ask_missing" else None
     if intent == "follow_invoice_amount":
         if not pending or pending[0] != "office_missing_info" or pending[1]["missing"] != "amount":
             return None
@@ -217,13 +237,22 @@ def _customer_with_invoices(world: World, rng: random.Random) -> tasks.Scenario:
     return tasks._customer(world, rng, setup, statuses), setup
 
 
-def fresh(intent: str, memory: Memory, world: World, rng: random.Random, phrasing: str
+def fresh(intent: str, memory: Memory, world: World, rng: random.Random, phrasing: str, asked: str = ""
           ) -> tuple[dict[str, Any], dict[str, Any], str] | None:
     """(slots, setup, instruction) of a new-topic request, or None when it does not fit the
-    conversation so far (a style an earlier request used, a cart an earlier request read)."""
+    conversation so far (a style an earlier request used, a cart an earlier request read).
+    ask_missing takes the intent whose request leaves something out (`asked`); its wording is
+    the caller's (the hand-written set)."""
     if intent in tasks.OUTSIDE_INTENTS:
         slots = {"kind": intent.removeprefix("outside_"), **grammar.outside_slots(rng, world.split)}
         return slots, {}, tasks.phrase(intent, slots, phrasing, rng)[0]
+    if intent == "ask_missing":
+        made = fresh(asked, memory, world, rng, "template")
+        if made is None:
+            return None
+        slots, setup, _ = made
+        missing, outputs, _ = MISSING[asked]
+        return {**slots, "asked": asked, "missing": missing, "missing_outputs": outputs}, setup, ""
     if intent in CART_INTENTS and memory.cart_touched and not world.cart:
         return None
     builder = _customer_with_invoices if intent == "office_customer" else (
@@ -308,7 +337,7 @@ def draw(split: str, seed: int, phrasing: str = "train", turns: int | None = Non
         task = {"intent": intent, "split": split, "slots": slots,
                 "world": {"seed": seed, "setup": setup, "before": before}}
         steps, final = _run(world_for(task), task)
-        record = {"intent": intent, "domain": _domain(intent), "instruction": text, "slots": slots,
+        record = {"intent": intent, "domain": _domain(intent, slots), "instruction": text, "slots": slots,
                   "gold_actions": [c.to_dict() for c, _ in steps] + [final.to_dict()], "outputs": final.outputs}
         if intent in tasks.OUTSIDE_INTENTS or intent == "closing":
             record["no_tools"] = True
@@ -325,18 +354,23 @@ def draw(split: str, seed: int, phrasing: str = "train", turns: int | None = Non
     return conversation if replays(conversation) else None
 
 
-def _domain(intent: str) -> str:
+def _domain(intent: str, slots: dict[str, Any]) -> str:
     if intent in tasks.OUTSIDE_INTENTS or intent == "closing":
         return "outside"
+    if "asked" in slots:                   # ask_missing, follow_supply
+        return DOMAIN_OF[slots["asked"]]
     if intent.startswith("follow_"):
         return "office" if any(w in intent for w in ("invoice", "course", "activity", "sum", "unpaid")) else "shop"
     return DOMAIN_OF[intent]
 
 
-def _next_turn(k: int, wanted: int, plan: list[str] | None, memory: Memory, live, rng: random.Random,
+def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng: random.Random,
                phrasing: str, frames_at: int) -> tuple[str, dict[str, Any], dict[str, Any], str] | None:
     """(intent, slots, setup additions, instruction) of request k, or None. `live()` builds the
-    world as request k finds it."""
+    world as request k finds it. A plan entry is an intent, or a hand-written request
+    (handwritten.py): {"intent", "text", "where", "asked"}."""
+    if plan and isinstance(plan[k], dict):
+        return _written_turn(plan[k], k, memory, live(), rng)
     options = [plan[k]] if plan else None
     if options is None:
         follow = [i for i in F.FOLLOW_INTENTS if i != "closing"]
@@ -365,6 +399,48 @@ def _next_turn(k: int, wanted: int, plan: list[str] | None, memory: Memory, live
                 text = rng.choice(F.HELDOUT_THANKS_OPENERS if frames_at else F.THANKS_OPENERS) + text
         return intent, slots, extra, text
     return None
+
+
+def _written_turn(entry: dict[str, Any], k: int, memory: Memory, world: World, rng: random.Random
+                  ) -> tuple[str, dict[str, Any], dict[str, Any], str] | None:
+    """A hand-written request: its text's placeholders filled from the slots the scenario (or,
+    for a follow-up, the history) gives. What the text says in words (a status, "one cap") is
+    `where`: a follow-up takes it as its slots; a new request whose draw disagrees is None."""
+    intent, text, where = entry["intent"], entry["text"], entry.get("where", {})
+    extra: dict[str, Any] = {}
+    if intent.startswith("follow_") or intent == "closing":
+        slots = resolve(intent, text, memory, world, extra, k, rng)
+        if slots is None:
+            return None
+        slots.update(where)
+        if "status" in where:
+            slots["which"] = f"{where['status']} " if where["status"] else ""
+    else:
+        made = fresh(intent, memory, world, rng, "train", entry.get("asked", ""))   # its own words replace these
+        if made is None:
+            return None
+        slots, extra, _ = made
+        if any(slots.get(key) != value for key, value in where.items()):
+            return None
+        if "qty" in slots and (slots["qty"] > 1) != ("{qty" in text):    # "a cap" is one, "{qty} caps" more
+            return None
+    return intent, slots, extra, fill(text, slots)
+
+
+def fill(text: str, slots: dict[str, Any]) -> str:
+    """A hand-written request's placeholders: the slots, and a few surface forms of them."""
+    values = dict(slots)
+    if "style" in slots:
+        values["styles"] = E.plural(slots["style"])
+    if "qty" in slots:
+        values["qty_word"] = grammar.NUMBER_WORDS[slots["qty"]] if slots["qty"] < 10 else str(slots["qty"])
+    if "name" in slots:
+        values["first"] = slots["name"].split()[0]
+    if "amounts" in slots:
+        shown = [str(a) for a in slots["amounts"]]
+        values.update(amounts=", ".join(shown[:-1]) + " and " + shown[-1], amounts_plus=" + ".join(shown),
+                      amounts_list=", ".join(shown), amounts_lines=" / ".join(shown))
+    return text.format(**values)
 
 
 def turn_task(conversation: dict[str, Any], k: int) -> dict[str, Any]:

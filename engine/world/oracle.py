@@ -243,6 +243,11 @@ def known_unpaid_total(slots: dict[str, Any]) -> Policy:
     yield finish("office_unpaid_total", [total["sum"]], name=slots["name"], sum=total["sum"])
 
 
+def ask_missing(slots: dict[str, Any]) -> Policy:
+    """A request that leaves out what its tool needs ("add a red cap", no size): ask for it."""
+    yield finish("ask_missing", slots["missing_outputs"], missing=slots["missing"])
+
+
 def closing(slots: dict[str, Any]) -> Policy:
     """"Thanks!" / "that's all": no tool, a short reply."""
     yield finish("closing", ["welcome"])
@@ -269,6 +274,7 @@ POLICIES = {
     "follow_find_invoices": known_invoices, "follow_unpaid_total": known_unpaid_total,
     "follow_sum_those": office_sum, "follow_course": office_course, "follow_course_same": office_course,
     "follow_course_code": office_course, "follow_activity": office_activity, "closing": closing,
+    "ask_missing": ask_missing,
 }
 
 
@@ -283,6 +289,9 @@ def policy_for(task: dict[str, Any]) -> Policy:
         return two_goals(task["slots"])
     if intent.startswith("outside_"):
         return outside(task["slots"])
+    if intent == "follow_supply":       # the detail an ask_missing answer asked for: the request runs now
+        asked = task["slots"]["asked"]
+        return POLICIES[asked]({**task["slots"], "intent": asked})
     return POLICIES[intent]({**task["slots"], "intent": ANSWER_KEY.get(intent, intent)})
 
 

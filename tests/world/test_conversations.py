@@ -113,3 +113,20 @@ def test_the_committed_benchmark_is_what_make_conversation_set_draws(tmp_path):
     assert all(r.success for r in _oracle_runs(committed))
     validation = C.validation_conversations(10)
     assert len(validation) == 10 and not {c["id"] for c in validation} & {c["id"] for c in committed}
+
+
+def test_the_hand_written_set_is_built_from_its_source_and_the_oracle_answers_all_of_it(tmp_path):
+    from engine.world import handwritten as H
+
+    committed = C.load_conversations(C.HANDWRITTEN_PATH)
+    requests = [t for c in committed for t in c["turns"]]
+    assert len(requests) >= 400 and len({t["instruction"] for t in requests}) == len(requests)
+    assert sum(len(c["turns"]) > 1 for c in committed) >= 50                      # follow-ups in conversations
+    intents = {t["intent"] for t in requests}
+    assert intents >= set(C.FRESH_INTENTS) | set(F.FOLLOW_INTENTS) | {"ask_missing", "follow_supply"}
+    assert {t["slots"]["asked"] for t in requests if t["intent"] == "ask_missing"} == set(C.MISSING)
+    path = tmp_path / "again.json"
+    write_task_list(H.make_handwritten_set(), path)
+    assert path.read_text() == C.HANDWRITTEN_PATH.read_text()
+    runs = _oracle_runs(committed)
+    assert [t.task_id for ran in runs for t in ran.requests if not t.success] == []
