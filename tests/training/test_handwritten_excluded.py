@@ -67,6 +67,7 @@ def _hand():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)     # drawing 20,000 conversations takes ~2 min on a quiet 2-core CPU, far more on a busy one
 def test_no_hand_written_request_nor_a_near_copy_is_in_20000_training_conversations():
     trained = requests_of(C.generate("train", 20000, seed=0, phrasing="train"))
     assert near_copies(_hand(), trained) == []
