@@ -9,6 +9,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from world import agent
 from world import entities as E
 from world.state import World, make_world, random_product, world_for
 from world.tasks import load_heldout_tasks
@@ -51,23 +52,8 @@ def speaks_world(backend: Any) -> bool:
     return backend.chat_format == "world"
 
 
-def one_request(backend: Any) -> bool:
-    """Whether the model was trained on one request per conversation (Sprout: every training
-    transcript is one request, its tool calls and its answer)."""
-    return backend.one_request_per_chat
-
-
-def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The messages the model reads. A one-request model reads the system text and the
-    conversation from the latest user message on: given earlier turns too, Sprout repeats an
-    earlier answer instead of reading the new request. Its world still holds what the earlier
-    turns did (the cart, new customers)."""
-    if not one_request(backend):
-        return messages
-    latest = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
-    if latest is None:
-        return messages
-    return [m for m in messages[:latest] if m["role"] == "system"] + messages[latest:]
+# what a model reads of the conversation: the rule lives with the agent loop (the benchmark uses it too)
+one_request, model_context = agent.one_request, agent.model_context
 
 
 def world_spec_for(message: str) -> dict[str, Any]:

@@ -25,6 +25,15 @@ says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's tim
 the page's own work and its request to the world included), and the task seconds then include the
 browser (the pages loaded for each episode).
 
+`--task-set conversations` (world/heldout_conversations.json: 49 conversations of 2 to 6
+requests, held-out wording, follow-up frames and values; the seed's six office requests are one of
+them) and `--task-set handwritten` (world/handwritten_conversations.json: requests written
+by hand the way people write) run whole conversations (world.agent.run_conversation): the
+model reads the chat so far, or the latest request only where its weights declare that (`--reads`
+overrides). Each request is graded from the gold state before it (`success_rate`, `pass_hat_3`
+per request); a conversation succeeds when all its requests do (`conversation_success_rate`,
+`conversation_pass_hat_3`); `groups` splits requests into new topic, follow-up, closing, outside.
+
 `--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
 is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
 looking at a benchmark.
@@ -47,7 +56,8 @@ from engine.catalog import bundled_decoding
 from engine.metrics import LABELS, total_tokens_per_forward
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
-from world.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
+from world import conversations as C
+from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, Transcript, run_conversation, run_episode
 from world.grader import ERROR_TYPES
 from world.tasks import TASK_SETS, load_heldout_tasks, task_group
 
@@ -149,6 +159,72 @@ def milliseconds(values: list[float]) -> dict[str, float | int | None]:
     return {"median": statistics.median(values), "p95": percentile(values, 95), "calls": len(values)}
 
 
+# conversation benchmarks: name -> (the benchmark's conversations, n validation conversations)
+CONVERSATION_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]] | None]] = {
+    "conversations": (C.load_conversations, C.validation_conversations),
+    "handwritten": (lambda: C.load_conversations(C.HANDWRITTEN_PATH), None),
+}
+
+
+def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dict[str, Any]], attempts: int = 3,
+                               config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
+                               system: str | None = "auto", reads: str = "declared", warmup: bool = True,
+                               progress: Callable[[int, int], None] | None = None,
+                               on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None
+                               ) -> dict[str, Any]:
+    """Every conversation `attempts` times on every backend, interleaved as run_agent_benchmark
+    interleaves tasks; the per-request numbers are summarize()'s, plus the conversations'."""
+    if not backends:
+        raise ValueError("Give at least one backend to benchmark.")
+    if not conversations or attempts < 1:
+        raise ValueError("Give at least one conversation and one attempt.")
+    names = list(backends)
+    if warmup:
+        for name in names:
+            _forget_prompts(backends[name])
+            run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads)
+    runs: dict[str, list[tuple[str, ConversationTranscript]]] = {name: [] for name in names}
+    total, done = len(conversations) * attempts * len(names), 0
+    for conversation in conversations:
+        for attempt in range(attempts):
+            for name in (names if attempt % 2 == 0 else names[::-1]):
+                _forget_prompts(backends[name])
+                ran = run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
+                                       max_steps=max_steps, system=system, reads=reads)
+                runs[name].append((conversation["id"], ran))
+                if on_conversation is not None:
+                    on_conversation(name, attempt, ran)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    kind_of = {f"{c['id']}.{k}": C.request_kind(t) for c in conversations for k, t in enumerate(c["turns"])}
+    models, groups = {}, {}
+    for name in names:
+        requests = [(t.task_id, t) for _, ran in runs[name] for t in ran.requests]
+        per_conversation: dict[str, list[bool]] = {}
+        for conversation_id, ran in runs[name]:
+            per_conversation.setdefault(conversation_id, []).append(ran.success)
+        whole = sum(ran.success for _, ran in runs[name])
+        models[name] = {**summarize(requests), "scaffold": False, "conversations": len(runs[name]),
+                        "conversation_successes": whole, "conversation_success_rate": whole / len(runs[name]),
+                        "conversation_pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_conversation.values()]),
+                        "median_conversation_s": statistics.median(ran.seconds for _, ran in runs[name])}
+        groups[name] = {}
+        for task_id, t in requests:
+            row = groups[name].setdefault(kind_of[task_id], {"attempts": 0, "successes": 0})
+            row["attempts"] += 1
+            row["successes"] += int(t.success)
+    return {"models": models, "median_ratio": _ratio(models, names), "tasks": len(conversations),
+            "requests": len(kind_of), "attempts": attempts, "config": config.to_dict(), "groups": groups,
+            "scaffold": False, "reads": reads}
+
+
+def conversation_record(name: str, attempt: int, ran: ConversationTranscript) -> dict[str, Any]:
+    """One conversation as a JSON line of `--episodes`: each request as episode_record writes it."""
+    return {"model": name, "conversation_id": ran.conversation_id, "attempt": attempt, "success": ran.success,
+            "seconds": ran.seconds, "requests": [episode_record(name, attempt, t) for t in ran.requests]}
+
+
 def _forget_prompts(backend: Any) -> None:
     """Every episode starts with no prompt kept (Sprout's PromptCache). With --scaffold one backend
     runs each task twice in a row, and the second run would find the first's prompts cached: its
@@ -204,6 +280,10 @@ def table(report: dict[str, Any]) -> str:
     rows = [head, "-" * len(head)]
     for name, m in report["models"].items():
         p3 = "-" if m["pass_hat_3"] is None else f"{m['pass_hat_3']:.3f}"
+        if "conversations" in m:
+            c3 = "-" if m["conversation_pass_hat_3"] is None else f"{m['conversation_pass_hat_3']:.3f}"
+            rows.append(f"{name[-28:]:<28} conversations {m['conversation_successes']}/{m['conversations']} "
+                        f"({m['conversation_success_rate']:.1%}), pass^3 {c3}; requests below")
         errors = ", ".join(f"{k} {v}" for k, v in m["errors"].items()) or "none"
         label = name if len(name) <= 28 else "..." + name[-25:]
         rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
@@ -216,7 +296,9 @@ def table(report: dict[str, Any]) -> str:
                                                                if "tool_calls" in r else "") for g, r in groups.items()]
             rows.append(f"{label:<28} by group: {', '.join(parts)}")
     if report.get("task_set"):
-        rows.append(f"tasks: {report['task_set']}, {report['tasks']} x {report['attempts']} attempts")
+        what = f"{report['tasks']} conversations ({report['requests']} requests)" if "requests" in report \
+            else report["tasks"]
+        rows.append(f"tasks: {report['task_set']}, {what} x {report['attempts']} attempts")
     browser = report.get("browser_ms_per_call")
     if browser and browser["calls"]:
         rows.append(f"tool calls through the web pages (WebMCP): {browser['calls']}, browser ms per call "
@@ -241,9 +323,14 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--device", default="auto")
     agent.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
     agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
-    agent.add_argument("--task-set", choices=tuple(TASK_SETS), default="templates",
+    agent.add_argument("--task-set", choices=tuple(TASK_SETS) + tuple(CONVERSATION_SETS), default="templates",
                        help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
-                            "synonyms); --validation draws from the same kind")
+                            "synonyms), conversations (2 to 6 requests each), handwritten (people's wording); "
+                            "--validation draws from the same kind")
+    agent.add_argument("--sample", type=int, metavar="N",
+                       help="conversation sets: N conversations spread evenly over the set (a quick measurement)")
+    agent.add_argument("--reads", choices=("declared", "conversation", "latest_request"), default="declared",
+                       help="conversation sets: what the model reads (default: what its weights declare)")
     task_set = agent.add_mutually_exclusive_group()
     task_set.add_argument("--tasks-file", help="a JSON task list instead of the committed held-out set")
     task_set.add_argument("--validation", type=int, metavar="N",
@@ -289,6 +376,8 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--validation must be at least 1, got {args.validation}.")
     if args.tasks_file and args.task_set != "templates":
         raise ValueError("Give either --tasks-file or --task-set, not both.")
+    if args.task_set in CONVERSATION_SETS:
+        return _conversation_report(args, config)
     benchmark, validation = TASK_SETS[args.task_set]
     if args.validation:
         tasks = validation(args.validation)
@@ -327,3 +416,33 @@ def _venue(via: str) -> Any:
     if not Path(CHROMIUM).exists():
         raise OSError(f"--via webmcp needs Chromium at {CHROMIUM} (apt-get install -y chromium).")
     return PageVenue()
+
+def _conversation_report(args: argparse.Namespace, config: GenerationConfig) -> dict[str, Any]:
+    if args.tasks_file or args.scaffold or args.via != "world":
+        raise ValueError(f"--task-set {args.task_set} takes neither --tasks-file, --scaffold nor --via webmcp.")
+    benchmark, validation = CONVERSATION_SETS[args.task_set]
+    if args.validation is not None and validation is None:
+        raise ValueError(f"The {args.task_set} set has no validation draw: it is written by hand.")
+    conversations = validation(args.validation) if args.validation else benchmark()
+    if args.sample is not None:
+        if not 1 <= args.sample <= len(conversations):
+            raise ValueError(f"--sample must be between 1 and {len(conversations)}, got {args.sample}.")
+        conversations = [conversations[i * len(conversations) // args.sample] for i in range(args.sample)]
+    count = len(conversations) if args.tasks is None else args.tasks
+    if not 1 <= count <= len(conversations):
+        raise ValueError(f"--tasks must be between 1 and {len(conversations)}, got {count}.")
+    backends = {args.model: load_model(args.model, args.device)}
+    if args.baseline:
+        backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
+            args.baseline, args.device)
+    lines: list[str] = []
+    report = run_conversation_benchmark(
+        backends, conversations[:count], args.attempts, config, max_steps=args.max_steps,
+        system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,
+        progress=progress_bar(), on_conversation=lambda *e: lines.append(json.dumps(conversation_record(*e))))
+    if args.episodes:
+        write_lines(Path(args.episodes), lines)
+    report["task_set"] = f"{args.task_set} validation ({args.validation})" if args.validation \
+        else f"{args.task_set} benchmark" + (f", {args.sample} spread evenly" if args.sample else "")
+    return report
+

@@ -18,6 +18,15 @@ transcripts. Held-out wordings (`heldout`, `words`) may only be written for the 
 as validation corpora:
 
     python -m training.corpus --split train --phrasing train --n 120000 --seed 0 --out data/corpus-train-v5.jsonl
+
+--conversations N adds N conversation rows (world/conversations.py: 1 to 6 requests in
+one world, follow-ups that lean on the earlier turns, thanks, new topics), shuffled in among the
+single-request rows with a seeded order. A conversation row has "intent": "conversation",
+"intents" (one per request) and the whole chat in "messages"; loss falls on every assistant
+turn, so the model learns to answer each request with the ones before it in view:
+
+    python -m training.corpus --split train --phrasing train --n 40000 --conversations 20000 --seed 9 \
+      --out data/corpus-train-v9.jsonl
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from training.detours import DETOUR_SHARE, detour
+from world import conversations
 from world.format import render_call, render_chat, render_response, system_prompt
 from world.grammar import PHRASINGS
 from world.oracle import Call
@@ -84,10 +94,34 @@ def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None
         yield record
 
 
+def conversation_lines(split: str, n: int, seed: int, system: str | None = None, phrasing: str = "train"):
+    """Yield n conversation records (the grammar's wording, or the templates with `template`)."""
+    check_phrasing(split, phrasing)
+    prompt = system_prompt(system)
+    for conversation in conversations.generate(split, n, seed, phrasing):
+        messages = [{"role": "system", "content": prompt}] if prompt else []
+        messages += conversations.conversation_messages(conversation)
+        yield {"id": conversation["id"], "intent": "conversation",
+               "intents": [t["intent"] for t in conversation["turns"]], "split": split, "messages": messages,
+               "text": render_chat(messages, add_generation_prompt=False)}
+
+
+def mixed_lines(singles, conversation_rows, seed: int):
+    """The two kinds of rows interleaved in a seeded random order (both streams kept in order)."""
+    singles, conversation_rows = list(singles), list(conversation_rows)
+    kinds = [0] * len(singles) + [1] * len(conversation_rows)
+    random.Random(f"mix:{seed}").shuffle(kinds)
+    streams = (iter(singles), iter(conversation_rows))
+    for kind in kinds:
+        yield next(streams[kind])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.corpus", description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("train", "heldout"), default="train")
     parser.add_argument("--n", type=int, default=20000, help="number of transcripts")
+    parser.add_argument("--conversations", type=int, default=0,
+                        help="also this many conversation rows of 1 to 6 requests (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="output .jsonl path")
     parser.add_argument("--intents", default="",
@@ -108,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         check_phrasing(args.split, args.phrasing)
     except ValueError as error:
         parser.error(str(error))
-    if args.n < 1:
-        parser.error("--n must be at least 1")
+    if args.n < 0 or args.n + args.conversations < 1 or args.conversations < 0:
+        parser.error("--n and --conversations must not be negative, and together at least 1")
     if not 0.0 <= args.detour_share <= 1.0:
         parser.error("--detour-share must be between 0 and 1")
     out = Path(args.out)
@@ -118,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as handle:
         system = None if args.system == "none" else args.system
-        for record in corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing):
+        singles = corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing)
+        talks = conversation_lines(args.split, args.conversations, args.seed, system, args.phrasing)
+        for record in mixed_lines(singles, talks, args.seed) if args.conversations else singles:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             lengths.append(len(record["text"]))
     tmp.replace(out)

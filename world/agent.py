@@ -21,9 +21,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
+from world.conversations import turn_task
 from world.format import (
     EOS,
     REGISTRY,
@@ -94,6 +96,25 @@ def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
     """Prompt ids for the next assistant turn: the backend's own chat format (Sprout's is the
     template this world is written in, sprout/chat.py), tool responses in its tool role."""
     return list(backend.encode_chat([{"role": m["role"], "content": m["content"]} for m in messages]))
+
+
+def one_request(backend: Any) -> bool:
+    """Whether the model's weights declare that they read one request per conversation (the
+    shipped Sprout twins until retrained on conversations: engine/backends/sprout.py)."""
+    return backend.one_request_per_chat
+
+
+def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The messages the model reads. A one-request model reads the system text and the
+    conversation from the latest user message on: given earlier turns too, weights trained on
+    single requests repeat an earlier answer instead of reading the new one. Its world still
+    holds what the earlier turns did (the cart, new customers). Others read every turn."""
+    if not one_request(backend):
+        return messages
+    latest = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+    if latest is None:
+        return messages
+    return [m for m in messages[:latest] if m["role"] == "system"] + messages[latest:]
 
 
 def _default_system(backend: Any) -> str | None:
@@ -228,3 +249,73 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
     if transcript.stopped:
         transcript.reason = f"{transcript.reason} {transcript.stopped}".strip()
     return transcript
+
+
+# -- conversations: several requests, one world, one growing chat ------------------------------
+@dataclass
+class ConversationTranscript:
+    conversation_id: str
+    requests: list[Transcript] = field(default_factory=list)   # one per request, in order
+    success: bool = False                                       # every request succeeded
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation_id, "success": self.success, "seconds": self.seconds,
+                "requests": [t.to_dict() for t in self.requests]}
+
+
+def _graded_world(task: dict[str, Any], steps: list[Step]) -> World:
+    """The request's own executed calls replayed on the gold state before it: an earlier
+    request's mistake fails that request, not every later one (the conversation fails with it)."""
+    world = world_for(task)
+    for step in steps:
+        if step.call is not None and step.error is None and step.call["name"] != FINISH:
+            _execute(world, step.call)
+    return world
+
+
+def run_conversation(backend: Any, conversation: dict[str, Any], config: GenerationConfig, *,
+                     max_steps: int = DEFAULT_MAX_STEPS, system: str | None = "auto", reads: str = "declared",
+                     generate_for: Callable[[dict[str, Any]], GenerateFn] | None = None,
+                     on_step: Callable[[Step], None] | None = None) -> ConversationTranscript:
+    """Ask a conversation's requests one after another in one world (world/conversations.py).
+    The model reads the chat so far, its own earlier calls and their responses included, unless
+    `reads` (declared: what the weights declare, model_context; conversation; latest_request) says
+    the latest request only. Each request is graded as a task (conversations.turn_task).
+    generate_for(task) gives a request's scripted model (the oracle) in place of the backend."""
+    if system == "auto":
+        system = _default_system(backend)
+    started = time.perf_counter()
+    world = world_for({"split": conversation["split"], "world": conversation["world"]})
+    history = [{"role": "system", "content": system_prompt(system)}] if system else []
+    out = ConversationTranscript(conversation["id"])
+    for k in range(len(conversation["turns"])):
+        task = turn_task(conversation, k)
+        history.append({"role": "user", "content": task["instruction"]})
+        latest = reads == "latest_request" or (reads == "declared" and one_request(backend))
+        context = model_context(SimpleNamespace(one_request_per_chat=True), history) if latest else list(history)
+        seen = len(context)
+        transcript = Transcript(task_id=task["id"], instruction=task["instruction"])
+
+        def record(step: Step, transcript: Transcript = transcript) -> None:
+            transcript.steps.append(step)
+            if step.result is not None:
+                transcript.nfe += step.result.stats.nfe
+                transcript.new_tokens += step.result.stats.new_tokens
+            if on_step is not None:
+                on_step(step)
+
+        t0 = time.perf_counter()
+        transcript.final_answer, transcript.stopped = act(
+            backend, world, context, config, max_steps=max_steps, on_step=record,
+            generate_fn=generate_for(task) if generate_for else None)
+        transcript.seconds = time.perf_counter() - t0
+        history += context[seen:]                 # the request's calls, responses and answer
+        transcript.messages = context
+        verdict = grade(task, _graded_world(task, transcript.steps), transcript.final_answer, transcript.steps)
+        transcript.success, transcript.error_type = verdict.success, verdict.error_type
+        transcript.reason = f"{verdict.reason} {transcript.stopped}".strip()
+        out.requests.append(transcript)
+    out.success = all(t.success for t in out.requests)
+    out.seconds = time.perf_counter() - started
+    return out

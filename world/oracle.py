@@ -191,6 +191,68 @@ def two_goals(slots: dict[str, Any]) -> Policy:
                [o for c in done for o in c.outputs])
 
 
+# -- follow-ups in a conversation: the slots hold what the earlier turns established -----------
+# (world/conversations.py resolves "her", "it", "those" from the history into the slots
+# below before the policy runs: a customer's id from an earlier get_customer, a product's id from
+# an earlier search, the amounts of the invoices an earlier find_invoices listed.)
+def add_known(slots: dict[str, Any]) -> Policy:
+    """"Add it" / "two more": the product is known from an earlier turn, no new search."""
+    reply = yield Call("add_to_cart", {"product_id": slots["product_id"], "size": slots["size"],
+                                       "quantity": slots["qty"]})
+    if isinstance(reply, dict) and reply.get("ok"):
+        yield finish("shop_add", [], qty=slots["qty"], id=slots["product_id"], size=slots["size"])
+    else:
+        yield finish("shop_no_more", [slots["product_id"]], id=slots["product_id"], size=slots["size"])
+
+
+def corrected_search(slots: dict[str, Any]) -> Policy:
+    """A correction ("no, size M"): the earlier request again with the corrected value, a look
+    or (slots["act"]) an add."""
+    hits = yield from search(slots)
+    matches = exact_matches(hits, slots)
+    if matches and not slots["act"]:
+        first = matches[0]
+        yield finish("shop_find", [first["id"], first["price"]], id=first["id"], price=first["price"])
+        return
+    item = (yield from add_first_in_stock(slots, hits)) if matches else None
+    if item is not None:
+        yield finish("shop_add", [], qty=slots["qty"], id=item["id"], size=slots["size"])
+    elif matches:
+        yield finish("shop_no_more", [matches[0]["id"]], id=matches[0]["id"], size=slots["size"])
+    else:
+        yield finish("shop_near_miss", ["not available"], color=slots["color"], style=slots["style"],
+                     size=slots["size"])
+
+
+def known_invoices(slots: dict[str, Any]) -> Policy:
+    """"And her invoices?": the customer's id is known from an earlier turn."""
+    args = {"customer_id": slots["customer_id"], **({"status": slots["status"]} if slots.get("status") else {})}
+    ids = [inv["id"] for inv in (yield Call("find_invoices", args))]
+    if ids:
+        yield finish("office_find_invoices", ids, ids=", ".join(ids))
+    else:
+        yield finish("office_find_invoices:none", [], which=slots["which"])
+
+
+def known_unpaid_total(slots: dict[str, Any]) -> Policy:
+    invoices = yield Call("find_invoices", {"customer_id": slots["customer_id"], "status": "unpaid"})
+    if not invoices:    # nothing to add up (sum_amounts takes at least one amount)
+        yield finish("office_unpaid_total", [0], name=slots["name"], sum=0)
+        return
+    total = yield Call("sum_amounts", {"amounts": [inv["amount"] for inv in invoices]})
+    yield finish("office_unpaid_total", [total["sum"]], name=slots["name"], sum=total["sum"])
+
+
+def ask_missing(slots: dict[str, Any]) -> Policy:
+    """A request that leaves out what its tool needs ("add a red cap", no size): ask for it."""
+    yield finish("ask_missing", slots["missing_outputs"], missing=slots["missing"])
+
+
+def closing(slots: dict[str, Any]) -> Policy:
+    """"Thanks!" / "that's all": no tool, a short reply."""
+    yield finish("closing", ["welcome"])
+
+
 def outside(slots: dict[str, Any]) -> Policy:
     """A request outside the world: no tool, one honest sentence."""
     yield finish(f"outside_{slots['kind']}", list(OUTSIDE_OUTPUTS[slots["kind"]]))
@@ -205,7 +267,20 @@ POLICIES = {
     "office_invoice_by_name": office_invoice_by_name, "office_find_invoices": office_find_invoices,
     "office_sum": office_sum, "office_unpaid_total": office_unpaid_total, "office_course": office_course,
     "office_activity": office_activity, "office_missing_info": office_missing_info,
+    # follow-ups (world/conversations.py FOLLOW_UPS says what each one refers to)
+    "follow_add": add_known, "follow_add_more": add_known, "follow_cart_total": shop_cart_total,
+    "follow_size": corrected_search, "follow_checkout": shop_checkout,
+    "follow_invoice": office_invoice, "follow_invoice_amount": office_invoice_by_name,
+    "follow_find_invoices": known_invoices, "follow_unpaid_total": known_unpaid_total,
+    "follow_sum_those": office_sum, "follow_course": office_course, "follow_course_same": office_course,
+    "follow_course_code": office_course, "follow_activity": office_activity, "closing": closing,
+    "ask_missing": ask_missing,
 }
+
+
+# a follow-up answers in the words of the request it completes
+ANSWER_KEY = {"follow_checkout": "shop_checkout", "follow_invoice": "office_invoice",
+              "follow_invoice_amount": "office_invoice_by_name"}
 
 
 def policy_for(task: dict[str, Any]) -> Policy:
@@ -214,7 +289,10 @@ def policy_for(task: dict[str, Any]) -> Policy:
         return two_goals(task["slots"])
     if intent.startswith("outside_"):
         return outside(task["slots"])
-    return POLICIES[intent]({**task["slots"], "intent": intent})
+    if intent == "follow_supply":       # the detail an ask_missing answer asked for: the request runs now
+        asked = task["slots"]["asked"]
+        return POLICIES[asked]({**task["slots"], "intent": asked})
+    return POLICIES[intent]({**task["slots"], "intent": ANSWER_KEY.get(intent, intent)})
 
 
 def solve(task: dict[str, Any]) -> tuple[list[tuple[Call, Any]], Call]:

@@ -146,6 +146,13 @@ def _background(seed: int, split: str) -> World:
 
 
 def world_for(task: dict[str, Any]) -> World:
-    """The exact starting state of a task."""
+    """The exact starting state of a task. A request inside a conversation starts where the
+    earlier requests' gold calls left the world (`world.before`, world/conversations.py)."""
     world_spec = task["world"]
-    return make_world(world_spec["seed"], task["split"]).apply(world_spec.get("setup", {}))
+    world = make_world(world_spec["seed"], task["split"]).apply(world_spec.get("setup", {}))
+    if world_spec.get("before"):
+        from world.tools import call_tool  # tools.py imports this module
+
+        for action in world_spec["before"]:
+            call_tool(world, action["name"], action["arguments"])
+    return world

@@ -174,6 +174,10 @@ ANSWERS: dict[str, str] = {
     "office_course": "Registered {name} for {course}.",
     "office_activity": "{activity} is {status}.",
     "office_missing_info": "Please give the {missing}.",
+    # conversations: a follow-up "two more" the stock cannot cover, and a thank-you
+    "shop_no_more": "Sorry, {id} in size {size} is out of stock.",
+    "closing": "You're welcome! Ask me anytime about the shop or the office.",
+    "ask_missing": "Please give the {missing}.",
     # outside the world: one honest sentence, what Sprout is and what it can do (no tool call)
     "outside_greeting": "Hello! I am Sprout, a small shop and office agent: I can find and buy products and look "
                         "up customers, invoices, courses and activities.",
@@ -182,6 +186,8 @@ ANSWERS: dict[str, str] = {
     "outside_general": "Sorry, I cannot answer that: I am Sprout, a small agent for this shop and office only.",
     "outside_unsupported": "Sorry, I cannot do that: I am Sprout, a small agent for this shop and office only.",
 }
+# the answers only a conversation's requests give (world/conversations.py)
+CONVERSATION_ANSWERS = ("shop_no_more", "closing", "ask_missing")
 # what an outside-the-world answer must say, by kind
 OUTSIDE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "greeting": ("Sprout", "shop", "office"), "about": ("Sprout", "shop", "office"),

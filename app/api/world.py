@@ -14,8 +14,9 @@ is "length". The calls the server ran come beside the message as the extension f
 The world does not outlive the call: every call starts from the same world.
 
 Earlier assistant messages in plain text go back to the model as the finish calls they were
-read from: the model has only ever seen its own answers as calls. A one-request model (Sprout)
-reads only the system text and the latest user message (app/worlds.model_context).
+read from: the model has only ever seen its own answers as calls. A model whose weights declare
+one request per conversation (the shipped Sprout twins) reads only the system text and the
+latest user message (world.agent.model_context); others read the whole conversation.
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ class _SproutText(Capabilities):
     """Tokenizer-facing half shared by both twins."""
 
     chat_format = "world"
-    # Trained on one request per conversation: the app gives it the latest request only (app/worlds.py).
-    one_request_per_chat = True
+    # Weights trained on one request per conversation declare it (playground.json "context":
+    # "latest_request", read by `load`): the app then gives them the latest request only
+    # (world.agent.model_context). Others read the whole conversation.
+    one_request_per_chat = False
 
     def _init_text(self, model, tokenizer, name: str, device: torch.device) -> None:
         self.model, self.tokenizer, self.name, self.device = model, tokenizer, name, device
@@ -200,4 +202,23 @@ def load(path: str | Path, device: str = "auto"):
         raise BackendError(f"Sprout model {folder} could not be loaded: {reason}.") from exc
     name = folder.name
     cls = SproutARBackend if config.get("causal") else SproutBackend
-    return cls(model, tokenizer, name=name, device=dev)
+    backend = cls(model, tokenizer, name=name, device=dev)
+    backend.one_request_per_chat = declared_context(folder) == "latest_request"
+    return backend
+
+
+CONTEXTS = ("conversation", "latest_request")
+
+
+def declared_context(folder: str | Path) -> str:
+    """What a Sprout folder's weights were trained to read: its playground.json "context", either
+    "conversation" (the default: every turn so far) or "latest_request" (one request per chat)."""
+    path = Path(folder) / "playground.json"
+    try:
+        settings = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"{path} is unreadable ({exc}).") from exc
+    context = settings.get("context", "conversation") if isinstance(settings, dict) else "conversation"
+    if context not in CONTEXTS:
+        raise BackendError(f"{path}: \"context\" must be one of {', '.join(CONTEXTS)}, not {context!r}.")
+    return context

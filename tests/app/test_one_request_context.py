@@ -1,11 +1,20 @@
-"""A model trained on one request per conversation (Sprout) reads the latest request only, in the
-Chat tab and through /v1; its world keeps what the earlier turns did. Other models read it all."""
+"""What a model reads of a conversation. Weights that declare they were trained on one request
+per conversation (the shipped Sprout twins: playground.json "context": "latest_request") read the
+latest request only, in the Chat tab, through /v1 and in the conversation benchmark; their world
+keeps what the earlier turns did. Every other model reads it all."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from app.worlds import model_context
+from engine.backends.base import BackendError
+from engine.backends.sprout import declared_context, load
 
 SYSTEM = {"role": "system", "content": "Be brief."}
 EARLIER = [{"role": "user", "content": "Find a navy jacket."},
@@ -13,6 +22,7 @@ EARLIER = [{"role": "user", "content": "Find a navy jacket."},
            {"role": "tool", "content": "[]"},
            {"role": "assistant", "content": "Nothing found."}]
 LATEST = {"role": "user", "content": "hello, who are you?"}
+MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
 def test_a_one_request_model_reads_the_system_text_and_the_latest_request():
@@ -29,7 +39,21 @@ def test_other_models_read_the_whole_conversation():
     assert model_context(SimpleNamespace(one_request_per_chat=False), messages) == messages
 
 
-def test_the_sprout_backends_are_one_request_models():
-    from engine.backends.sprout import SproutARBackend, SproutBackend
+def test_the_shipped_twins_declare_the_latest_request_rule_and_loading_reads_it(tmp_path):
+    assert declared_context(MODELS / "sprout-bd") == declared_context(MODELS / "sprout-ar") == "latest_request"
+    assert load(MODELS / "sprout-bd", "cpu").one_request_per_chat
+    retrained = tmp_path / "sprout-conversations"
+    shutil.copytree(MODELS / "sprout-bd", retrained)
+    settings = json.loads((retrained / "playground.json").read_text())
+    settings["context"] = "conversation"
+    (retrained / "playground.json").write_text(json.dumps(settings))
+    assert not load(retrained, "cpu").one_request_per_chat        # weights trained on conversations
+    del settings["context"]
+    (retrained / "playground.json").write_text(json.dumps(settings))
+    assert declared_context(retrained) == "conversation"            # the default: the whole conversation
 
-    assert SproutBackend.one_request_per_chat and SproutARBackend.one_request_per_chat
+
+def test_an_unknown_context_is_a_sentence(tmp_path):
+    (tmp_path / "playground.json").write_text(json.dumps({"context": "everything"}))
+    with pytest.raises(BackendError, match="must be one of conversation, latest_request"):
+        declared_context(tmp_path)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from world.conversations import load_conversations, turn_task
 from world.format import render_call, render_chat
 from world.oracle import policy_for
 from world.tasks import PHRASING_PATH, load_heldout_tasks
@@ -139,3 +140,29 @@ def world_format(backend: Any) -> Any:
         render_chat(messages, add_generation_prompt=True)))
     return backend
 
+
+def conversation_oracle_target(conversations: list[dict[str, Any]]) -> Callable[[str], str]:
+    """prompt text -> the oracle's next reply inside a conversation. The request is the one whose
+    conversation so far has exactly the prompt's user messages (a model that reads the latest
+    request only finds no request: the target raises); its observations are the tool responses
+    after the last user message."""
+    by_users = {}
+    for conversation in conversations:
+        for k in range(len(conversation["turns"])):
+            users = tuple(t["instruction"] for t in conversation["turns"][: k + 1])
+            by_users.setdefault(users, turn_task(conversation, k))
+
+    def target(prompt: str) -> str:
+        users = list(_USER.finditer(prompt))
+        policy = policy_for(by_users[tuple(m.group(1) for m in users)])
+        call = next(policy)
+        for observation in _TOOL.findall(prompt[users[-1].end() - 1:]):
+            call = policy.send(json.loads(observation))
+        return render_call(call.name, call.arguments)
+    return target
+
+
+def oracle_conversations() -> FakeDiffusionBackend:
+    """The oracle over the conversation benchmark (`--task-set conversations`)."""
+    return world_format(FakeDiffusionBackend(conversation_oracle_target(load_conversations()), max_length=8192,
+                                             name="oracle-conversations"))

@@ -13,7 +13,7 @@ from world.documents import check_html, check_latex
 from world.grader import grade_document
 from world.oracle import OracleModel
 from world.tasks import AGENT_INTENTS, ALL_INTENTS, DOC_INTENTS, OUTSIDE_INTENTS, generate_tasks, make_task
-from world.templates import ANSWERS, INSTRUCTIONS
+from world.templates import ANSWERS, CONVERSATION_ANSWERS, INSTRUCTIONS
 
 CONFIG = GenerationConfig()
 SHOP_MULTI_STEP = {"shop_buy", "shop_out_of_stock", "office_invoice_by_name", "office_find_invoices",
@@ -26,7 +26,7 @@ def test_at_least_ten_intents_each_with_five_to_ten_paraphrases():
         assert 5 <= len(set(templates)) <= 10, key
     for intent in ALL_INTENTS:
         assert any(k.split(":")[0] == intent for k in INSTRUCTIONS), intent
-    assert {k.split(":")[0] for k in ANSWERS} == set(AGENT_INTENTS + OUTSIDE_INTENTS)
+    assert {k.split(":")[0] for k in ANSWERS} == set(AGENT_INTENTS + OUTSIDE_INTENTS + CONVERSATION_ANSWERS)
 
 
 @pytest.mark.parametrize("split", ["train", "heldout"])

@@ -1,0 +1,132 @@
+"""world/conversations.py: conversations of 1 to 6 requests whose follow-ups lean on the
+earlier turns, the oracle that answers them from the history, and the committed benchmark."""
+
+from collections import Counter
+
+import pytest
+
+from engine.trace import GenerationConfig
+from world import conversations as C
+from world import followups as F
+from world.agent import run_conversation
+from world.format import render_call
+from world.grader import replay
+from world.oracle import OracleModel
+from world.state import world_for
+from world.tasks import write_task_list
+
+CONFIG = GenerationConfig()
+
+
+def _oracle_runs(conversations):
+    return [run_conversation(None, c, CONFIG, system=None, generate_for=OracleModel) for c in conversations]
+
+
+@pytest.mark.parametrize("split,phrasing", [("train", "train"), ("heldout", "heldout")], ids=["train", "heldout"])
+def test_the_oracle_answers_every_request_of_300_conversations(split, phrasing):
+    conversations = C.generate(split, 300, seed=11, phrasing=phrasing)
+    runs = _oracle_runs(conversations)
+    failed = [(t.task_id, t.reason) for ran in runs for t in ran.requests if not t.success]
+    assert failed == [] and all(ran.success for ran in runs)
+    intents = Counter(t["intent"] for c in conversations for t in c["turns"])
+    assert set(F.FOLLOW_INTENTS) <= set(intents), "every kind of follow-up is drawn"
+    assert sum(intents[i] for i in F.FOLLOW_INTENTS) > 0.25 * sum(intents.values())
+    lengths = Counter(len(c["turns"]) for c in conversations)
+    assert set(lengths) == set(range(1, 7))
+    assert max(C.count_tokens(C.conversation_messages(c)) for c in conversations) <= C.MAX_TOKENS
+
+
+def test_a_follow_up_needs_the_history_its_answer_comes_from():
+    """"Now invoice her": the customer id is in no word of the request, only in an earlier tool
+    response; "what do those add up to?": the amounts come from an earlier find_invoices."""
+    conversations = C.generate("train", 200, seed=3)
+    checked = Counter()
+    for c in conversations:
+        chat = render_chat_text(c)
+        for k, turn in enumerate(c["turns"]):
+            if turn["intent"] == "follow_invoice":
+                customer = turn["gold_actions"][0]["arguments"]["customer_id"]
+                assert customer not in turn["instruction"] and customer in chat.split(turn["instruction"])[0]
+                checked["invoice"] += 1
+            if turn["intent"] == "follow_sum_those":
+                earlier = c["turns"][k - 1]["gold_actions"]
+                assert earlier[0]["name"] in ("find_invoices", "get_customer")
+                amounts = turn["gold_actions"][0]["arguments"]["amounts"]
+                assert all(str(a) not in turn["instruction"] for a in amounts)
+                checked["sum"] += 1
+    assert checked["invoice"] and checked["sum"]
+
+
+def render_chat_text(conversation):
+    return "\n".join(m["content"] for m in C.conversation_messages(conversation))
+
+
+def test_a_model_that_ignores_the_history_fails_the_follow_ups_only():
+    """The oracle, except that a follow-up is answered as if it were the first request: it gives up."""
+    conversations = [c for c in C.generate("heldout", 40, seed=5, phrasing="heldout", turns=(2, 6))
+                     if any(t["intent"].startswith("follow_") for t in c["turns"])]
+
+    def forgetful(task):
+        if task["intent"].startswith("follow_"):
+            return lambda messages: render_call("finish", {"answer": "Please give more details."})
+        return OracleModel(task)
+
+    runs = [run_conversation(None, c, CONFIG, system=None, generate_for=forgetful) for c in conversations]
+    for ran in runs:
+        assert not ran.success
+        for t in ran.requests:
+            assert t.success == (not _is_follow(t.task_id, conversations))
+
+
+def _is_follow(task_id, conversations):
+    conversation_id, k = task_id.rsplit(".", 1)
+    turn = next(c for c in conversations if c["id"] == conversation_id)["turns"][int(k)]
+    return turn["intent"].startswith("follow_")
+
+
+def test_each_request_starts_where_the_gold_of_the_earlier_ones_left_the_world():
+    conversation = next(c for c in C.generate("train", 50, seed=2) if len(c["turns"]) >= 4)
+    world = world_for({"split": conversation["split"], "world": conversation["world"]})
+    for k, turn in enumerate(conversation["turns"]):
+        task = C.turn_task(conversation, k)
+        assert world_for(task).end_state() == world.end_state()
+        world = replay(task, turn["gold_actions"])
+
+
+def test_draws_are_deterministic_and_splits_keep_their_wording():
+    assert C.generate("train", 20, seed=1) == C.generate("train", 20, seed=1)
+    held = {f for frames in F.FRAMES.values() for f in frames[1]}
+    trained = {f for frames in F.FRAMES.values() for f in frames[0]}
+    assert not held & trained
+
+
+def test_the_committed_benchmark_is_what_make_conversation_set_draws(tmp_path):
+    committed = C.load_conversations()
+    assert len(committed) == C.CONVERSATIONS_SIZE and len({c["id"] for c in committed}) == len(committed)
+    assert all(2 <= len(c["turns"]) <= 6 and c["split"] == "heldout" for c in committed)
+    six = committed[0]
+    assert [t["intent"] for t in six["turns"]] == C.SIX_OFFICE
+    assert {t["intent"] for c in committed for t in c["turns"]} >= set(F.FOLLOW_INTENTS)
+    path = tmp_path / "again.json"
+    write_task_list(C.make_conversation_set(), path)
+    assert path.read_text() == C.CONVERSATIONS_PATH.read_text()
+    assert all(r.success for r in _oracle_runs(committed))
+    validation = C.validation_conversations(10)
+    assert len(validation) == 10 and not {c["id"] for c in validation} & {c["id"] for c in committed}
+
+
+def test_the_hand_written_set_is_built_from_its_source_and_the_oracle_answers_all_of_it(tmp_path):
+    from world import handwritten as H
+
+    committed = C.load_conversations(C.HANDWRITTEN_PATH)
+    requests = [t for c in committed for t in c["turns"]]
+    assert len(requests) >= 400 and len({t["instruction"] for t in requests}) == len(requests)
+    assert sum(len(c["turns"]) > 1 for c in committed) >= 50                      # follow-ups in conversations
+    intents = {t["intent"] for t in requests}
+    assert intents >= set(C.FRESH_INTENTS) | set(F.FOLLOW_INTENTS) | {"ask_missing", "follow_supply"}
+    assert {t["slots"]["asked"] for t in requests if t["intent"] == "ask_missing"} == set(C.MISSING)
+    path = tmp_path / "again.json"
+    write_task_list(H.make_handwritten_set(), path)
+    assert path.read_text() == C.HANDWRITTEN_PATH.read_text()
+    runs = _oracle_runs(committed)
+    assert [t.task_id for ran in runs for t in ran.requests if not t.success] == []

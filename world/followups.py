@@ -1,0 +1,128 @@
+"""How a person words a request that leans on the earlier turns of a conversation: "add it",
+"two more", "and what do I owe now?", "no, size M", "now invoice her for $40", "thanks!".
+Data only; world/conversations.py picks a frame and fills it.
+
+Each follow-up intent has training frames and held-out frames (sentence shapes never in
+training: the conversation benchmark's follow-ups are worded with these only). Slots:
+{qty} a count ("two", "2"), {size}, {color}, {amount} ("$40"), {description}, {name}, {course},
+{activity}, {status} ("unpaid", "paid"), {value} and {label} (the detail a missing-information
+request asked for), {obj} / {subj} / {pos} (a pronoun for the customer or student: "her", "she", "her").
+"""
+
+from __future__ import annotations
+
+# intent -> (training frames, held-out frames)
+FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "follow_add": ((
+        "Add it to my cart.", "Great, add it.", "Put it in the cart.", "I'll take it.",
+        "Add {qty} of those.", "Ok, add {qty} of them to my cart.", "Perfect. I want {qty}.",
+        "Add that one, please.", "Yes, add it to the cart.", "Get me {qty} of that one.",
+        "Nice, put {qty} in my cart.", "Add the same one to the cart.",
+    ), (
+        "Sounds good, I'd like {qty} of it in the cart.", "That works for me, so into the cart with it.",
+        "Then please drop {qty} of that into my basket.", "Lovely, I'm buying that one: cart it.",
+    )),
+    "follow_add_more": ((
+        "Add {qty} more.", "{qty} more, please.", "Actually make it {qty} more.", "And {qty} more of the same.",
+        "Add another {qty}.", "Can you add {qty} more of those?", "I need {qty} more of that one.",
+        "Put {qty} more in the cart.",
+    ), (
+        "On second thought I want an extra {qty} of it.", "Let's throw in {qty} extra of the same item.",
+        "Could I get {qty} additional ones?",
+    )),
+    "follow_cart_total": ((
+        "And what do I owe now?", "What's the total now?", "How much is my cart now?", "What does that come to?",
+        "And the total?", "So what is my cart total?", "How much do I owe for all of it?",
+        "What's in my cart, and how much?",
+    ), (
+        "Where does that leave my bill?", "Okay, and how much does everything cost together?",
+        "Right, so what am I paying in total at this point?",
+    )),
+    "follow_size": ((
+        "No, size {size}.", "Sorry, I meant size {size}.", "Actually I need it in {size}.", "What about size {size}?",
+        "Do you have it in {size}?", "No, in size {size} please.", "And in size {size}?", "Make that size {size}.",
+    ), (
+        "Hmm, my size is really {size}, is there one?", "Wrong size, I wear {size}: anything there?",
+        "Is the same thing around in a {size}?",
+    )),
+    "follow_checkout": ((
+        "My {label} is {value}.", "Sorry: {label} {value}.", "{value}", "It's {value}.", "Oh right, {label}: {value}.",
+        "Here it is: {value}.", "Use {value}.", "My {label}: {value}. Go ahead.",
+    ), (
+        "Oops, forgot that, the {label} would be {value}.", "You can reach me at {value}, that's the {label}.",
+        "Fine, {value} then, and place the order.",
+    )),
+    "follow_invoice": ((
+        "Now invoice {obj} for {amount} for {description}.", "Bill {obj} {amount} for {description}.",
+        "Create an invoice for {obj}: {amount}, {description}.", "Ok, invoice {obj} {amount} for {description}.",
+        "Make a {amount} invoice for {obj} for {description}.", "Great. Now bill {obj} {amount} ({description}).",
+        "Charge {obj} {amount} for {description}.", "Send {obj} an invoice for {description}, {amount}.",
+    ), (
+        "While we're at it, {subj} needs an invoice, {amount} for the {description}.",
+        "Right, so put {amount} of {description} on a new invoice to {obj}.",
+        "And {subj} should get a bill from us: {description}, {amount}.",
+    )),
+    "follow_invoice_amount": ((
+        "{amount}", "It's {amount}.", "The amount is {amount}.", "Make it {amount}.", "{amount}, please.",
+        "Sorry, {amount}.", "Oh, {amount}.", "Bill {amount}.",
+    ), (
+        "Forgot that, it comes to {amount}.", "Put it down as {amount} total.", "We agreed on {amount} with them.",
+    )),
+    "follow_course_code": ((
+        "{course}", "Course {course}.", "It's {course}.", "The code is {course}.", "Sorry, {course}.",
+        "{course}, please.", "Put {obj} on {course}.",
+    ), (
+        "That would be the {course} one.", "Oh yes, sign {obj} onto {course} then.", "Go with {course} for {obj}.",
+    )),
+    "follow_find_invoices": ((
+        "And {pos} invoices?", "Now list {pos} invoices.", "Which invoices does {subj} have?",
+        "Show me {pos} {status} invoices.", "Any {status} invoices for {obj}?", "What invoices are there for {obj}?",
+        "Which of {pos} invoices are {status}?", "List {pos} {status} invoices, please.",
+    ), (
+        "Pull up every invoice on file for {obj}, would you?", "Next, does {subj} have anything {status} on record?",
+        "And the bills we sent {obj}, which are they?",
+    )),
+    "follow_unpaid_total": ((
+        "What does {subj} owe?", "How much does {subj} owe us?", "And {pos} unpaid total?",
+        "Add up {pos} unpaid invoices.", "How much is unpaid for {obj}?", "What is {pos} unpaid total?",
+    ), (
+        "Tally up what {subj} still hasn't paid.", "So in total, how much is outstanding from {obj}?",
+    )),
+    "follow_sum_those": ((
+        "What do those add up to?", "Add those up.", "And the sum of those?", "Total them, please.",
+        "What's the total of those invoices?", "Sum them up.", "How much is that together?",
+    ), (
+        "Give me one figure for all of them combined.", "Combined, what does that list come to?",
+    )),
+    "follow_course": ((
+        "Register {obj} for {course}.", "Now sign {obj} up for {course}.", "Also enroll {obj} in {course}.",
+        "Put {obj} on the {course} course.", "Book {obj} a place on {course}.", "And register {obj} for {course} too.",
+    ), (
+        "One more thing, {subj} wants a seat on {course}.", "Could {subj} also join {course}?",
+    )),
+    "follow_course_same": ((
+        "And {name} too.", "Same course for {name}.", "Register {name} for it as well.", "Also sign up {name}.",
+        "Now {name}, same course.", "Put {name} on it too.",
+    ), (
+        "{name} would like to come along to that one.", "Please add {name} to the same class.",
+    )),
+    "follow_activity": ((
+        "And {activity}?", "What about {activity}?", "Now check {activity}.", "And the status of {activity}?",
+        "Same for {activity}.", "How about activity {activity}?",
+    ), (
+        "Then {activity}, how is that one doing?", "One more to check, {activity}.",
+    )),
+    "closing": ((
+        "Thanks!", "Thank you, that's all.", "Great, thanks.", "That's everything, bye!", "Perfect, thank you!",
+        "Thanks a lot.", "Ok thanks, bye.", "Cheers, that's all for now.",
+    ), (
+        "Much appreciated, I'm done here.", "Brilliant, nothing else from me.", "You've been a big help, take care.",
+    )),
+}
+FOLLOW_INTENTS = tuple(FRAMES)
+
+# what a pronoun frame may say for a customer or a student: (object, subject, possessive)
+PRONOUNS = (("her", "she", "her"), ("him", "he", "his"), ("them", "they", "their"))
+# a short thanks that may open a request after an answer ("Thanks! Now ...")
+THANKS_OPENERS = ("", "", "", "", "", "Thanks! ", "Great, thanks. ", "Thank you. ", "Perfect. ", "Ok. ")
+HELDOUT_THANKS_OPENERS = ("", "", "", "Lovely, cheers. ", "Nice one. ")
