@@ -33,6 +33,7 @@ from .state import AppContext
 from .steps import step_turns, steps_html
 from .widgets import (
     GENERATE,
+    PICKER_MIN_WIDTH,
     QUIET,
     card_examples,
     card_update,
@@ -52,6 +53,17 @@ SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool 
 def benchmark_tasks() -> list[dict[str, Any]]:
     """The held-out agent tasks, then one resume and one page task (answers that are code)."""
     return load_heldout_tasks() + [make_task(intent, "heldout", seed) for intent, seed in DOC_TASKS]
+
+
+DOMAIN_WORDS = {"shop": "shop", "office": "back office", "doc": "document"}
+
+
+def task_label(task: dict[str, Any]) -> str:
+    """"Find a grey dress in size M. (shop: find)": the instruction whole, then the kind of task in
+    words (the id, "shop_find-heldout-201093322", stays the choice's value)."""
+    domain, _, rest = str(task["intent"]).partition("_")
+    kind = f"{DOMAIN_WORDS.get(domain, domain)}: {rest.replace('_', ' ')}" if rest else domain
+    return f"{' '.join(task['instruction'].split())} ({kind})"
 
 
 def custom_task(instruction: str) -> dict[str, Any]:
@@ -91,8 +103,9 @@ class AgentHandlers:
         self.tasks = {t["id"]: t for t in benchmark_tasks()}
 
     def task_choices(self) -> list[tuple[str, str]]:
+        """(label, task id): a task reads as its whole instruction and what kind of task it is."""
         out = [("Type my own instruction (below)", CUSTOM)]
-        return out + [(f"{t['id']}: {t['instruction'][:70]}", t["id"]) for t in self.tasks.values()]
+        return out + [(task_label(t), t["id"]) for t in self.tasks.values()]
 
     def describe(self, task_id: str) -> str:
         """The instruction of the picked task, to show in the instruction box."""
@@ -222,13 +235,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
     agent = AgentHandlers(ctx)
     with gr.Row():
         task = gr.Dropdown(agent.task_choices(), value="", label="Benchmark task (held out)", allow_custom_value=True,
-                           elem_id="agent-task",
+                           elem_id="agent-task", min_width=PICKER_MIN_WIDTH,
                            info="A graded task: its verdict says whether the world ended as the oracle's.")
         model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "agent-model")
-    card = card_for(ctx.default_model, ctx.registry.listing())
-    card_md, examples = card_examples("agent", card)
     instruction = gr.Textbox(label="Instruction", lines=1, max_lines=6, elem_id="agent-instruction",
                              placeholder="Pick a task above or an example, or type an instruction for the agent")
+    card = card_for(ctx.default_model, ctx.registry.listing())
+    with gr.Accordion("Examples and what this model can do", open=True, elem_id="agent-about"):
+        card_md, examples = card_examples("agent", card, fills="Instruction box", sends="Run agent")
     with gr.Accordion("Generation settings", open=False, elem_id="agent-settings"):
         max_steps = gr.Slider(1, 16, value=8, step=1, label="Step limit", elem_id="agent-max-steps",
                               info="Tool calls the agent may make before the episode ends unfinished.")

@@ -46,6 +46,7 @@ from .widgets import (
     QUIET,
     card_examples,
     card_update,
+    focus_js,
     generation_controls,
     model_picker,
     stopper,
@@ -55,6 +56,9 @@ from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_from_spe
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row")
+# The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
+# buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
+CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 
@@ -323,9 +327,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=5):
             model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
-            card_md, examples = card_examples("chat", card)
-            chatbot = gr.Chatbot(label="Conversation", height=440, elem_id="chatbot", allow_tags=False,
-                                 sanitize_html=True, feedback_options=None)
+            # the conversation and the message box first, so both are on the first screen (1440x960
+            # and 400x800); the model's card and examples follow the buttons
+            chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
+                                 sanitize_html=True, feedback_options=None, buttons=[],
+                                 placeholder="The conversation shows here. Examples to try are below the buttons.")
             prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
                                 placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
             with gr.Row():
@@ -339,6 +345,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 version = gr.Markdown(elem_id="version-label")
                 next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
             status = gr.Markdown(elem_id="chat-status")
+            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send")
         with gr.Column(scale=6):
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
             with gr.Row(equal_height=False):
@@ -397,7 +404,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
-    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
+    # an example fills the box (the examples' label says so) and the cursor goes there: Enter sends it
+    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET).then(
+        None, None, None, js=focus_js("#prompt textarea"))
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
     return {"model": model}

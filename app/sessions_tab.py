@@ -18,7 +18,7 @@ from sessions import StoreError
 
 from .chat import file_list, play_again, scrub_panel, scrubber_for
 from .exports import ConversationImportError, export_answer, export_conversation, import_conversation
-from .live import TraceView, markdown_safe
+from .live import REPLAY_MS, TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
@@ -26,6 +26,12 @@ from .state import AppContext
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
                 ("API calls", "api")]
 LIST_LIMIT = 200
+
+
+def pace_info() -> str:
+    """The replay pace's info line: the value shown is the default; 0 plays at REPLAY_MS."""
+    return (f"How long each round stays on screen in a replay: {PACE_MS} ms unless you change it; "
+            f"0 plays at {REPLAY_MS} ms (a replay at full speed would be over at once).")
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -226,7 +232,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                         info="Drag to any forward; 0 is the canvas before the first one.")
             with gr.Row(equal_height=False):
                 pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
-                                 info="How long each round stays on screen in a replay (0 = the default, 300 ms).")
+                                 info=pace_info())
                 replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
             replay_panel = gr.HTML(elem_id="replay-panel")
     with gr.Row():

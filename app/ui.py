@@ -11,6 +11,7 @@ import gradio as gr
 from . import agent_tab, chat, compare, models_tab, sessions_tab
 from .css import CSS
 from .live import markdown_safe
+from .page_script import page_js
 from .state import AppContext
 
 INTRO = ("# Diffusion Playground\nWatch a diffusion language model decide its answer, round by round: "
@@ -18,13 +19,14 @@ INTRO = ("# Diffusion Playground\nWatch a diffusion language model decide its an
 
 
 def launch_kwargs() -> dict[str, Any]:
-    """What Gradio 6 takes at launch() rather than Blocks(): the CSS; no analytics, no share link."""
-    return {"css": CSS, "share": False, "ssr_mode": False}
+    """What Gradio 6 takes at launch() rather than Blocks(): the CSS, the page script (labels and
+    live regions, app/page_script.py); no analytics, no share link."""
+    return {"css": CSS, "js": page_js(), "share": False, "ssr_mode": False}
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
     with gr.Blocks(title="Diffusion Playground", analytics_enabled=False) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(INTRO, elem_id="intro")
         gr.Markdown("\n\n".join(f"⚠️ {markdown_safe(n)}" for n in ctx.notices), visible=bool(ctx.notices),
                     elem_id="notices", elem_classes=["dp-notice"])
         with gr.Tabs():
