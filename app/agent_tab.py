@@ -27,6 +27,7 @@ from .chat import EMPTY_PANEL, failure, file_list
 from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import user_error
+from .names import with_names
 from .runs import Exchange, Run, Turn, save
 from .settings import AGENT_DEFAULTS, config_from_settings
 from .state import AppContext
@@ -72,10 +73,8 @@ def custom_task(instruction: str) -> dict[str, Any]:
             "world": {"seed": 0, "setup": {}}, "gold_actions": [], "outputs": []}
 
 
-def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
+def world_after(task: dict[str, Any], steps: list[Step]) -> Any:
     """The world after the executed calls (vetoed and unparsed ones never ran), replayed from the start."""
-    if task.get("domain") == "document":
-        return {"note": "Document tasks do not touch the world."}
     world = world_for(task)
     for step in steps:
         if step.call and not step.error and step.call["name"] != FINISH:
@@ -83,6 +82,14 @@ def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
                 call_tool(world, step.call["name"], step.call["arguments"])
             except Exception:  # noqa: BLE001 - it failed in the episode too, and changed nothing
                 pass
+    return world
+
+
+def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
+    """The world state the tab shows: cart, orders, invoices, registrations after the executed calls."""
+    if task.get("domain") == "document":
+        return {"note": "Document tasks do not touch the world."}
+    world = world_after(task, steps)
     state = world.end_state()
     return {"cart": state["cart"], "cart_total": world.cart_total(), "orders": state["orders"],
             "invoices": state["invoices"], "registrations": state["registrations"]}
@@ -186,7 +193,8 @@ class AgentHandlers:
         if transcript is None and pending and view is not None and view.frames:
             steps.append(stopped_step(backend, view))
         saved = self._save(task, steps, transcript, config, model, graded)
-        verdict = self._verdict(transcript, graded, steps)
+        named = world_after(task, steps) if task.get("domain") != "document" else None
+        verdict = self._verdict(transcript, graded, steps, named)
         preview, files = "", []
         last = steps[-1].result if steps else None
         if transcript is not None and task.get("domain") == "document" and last is not None:
@@ -201,10 +209,10 @@ class AgentHandlers:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
         yield panel, steps_html(steps), world_view(task, steps), verdict, preview, file_list(files), status
 
-    def _verdict(self, transcript: Any, graded: bool, steps: list[Step]) -> str:
+    def _verdict(self, transcript: Any, graded: bool, steps: list[Step], world: Any = None) -> str:
         if transcript is None:
             return "Stopped before the end."
-        answer = markdown_safe(transcript.final_answer or "(no answer)")
+        answer = markdown_safe(with_names(transcript.final_answer, world) if transcript.final_answer else "(no answer)")
         generated = [s.result.stats for s in steps if s.result is not None]
         cost = f"{summary_line(combined(generated))} · {len(steps)} step(s)"   # engine/metrics.py, every generation
         if not graded:

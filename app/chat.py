@@ -17,6 +17,7 @@ Handlers are plain (generator) functions; every streaming update is one tuple of
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
@@ -32,8 +33,9 @@ from sessions import StoreError
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
-from .live import TraceView, replay
+from .live import TraceView, markdown_safe, replay
 from .messages import user_error
+from .names import with_names
 from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
@@ -122,6 +124,28 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
     return world
 
 
+COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
+
+
+def answer_text(history: list[dict[str, Any]] | None) -> str:
+    """The last answer as the person reads it (plain text, ids named), for the Copy answer button;
+    a tool step's card, a note and the Markdown around them are not part of it."""
+    for entry in reversed(history or []):
+        if entry["role"] == "assistant" and not entry.get("title") and not entry.get("note") and entry.get("shown"):
+            gr.Info(f"Copied the last answer ({len(entry['shown'])} characters).")
+            return entry["shown"]
+    raise user_error("There is no answer to copy yet: send a message first.")
+
+
+def named_answers(entries: list[dict[str, Any]], world: World, structured: bool) -> list[dict[str, Any]]:
+    """The turn's answers as shown, with the world's name beside each id they mention (app/names.py);
+    what the model reads back (`content`) stays as it wrote it."""
+    if structured:
+        return entries
+    return [{**e, "shown": with_names(e["shown"], world)}
+            if e["role"] == "assistant" and not e.get("title") and e.get("shown") else e for e in entries]
+
+
 def version_label(versions: dict[str, Any] | None) -> str:
     if not versions or len(versions["items"]) < 2:
         return ""
@@ -130,18 +154,60 @@ def version_label(versions: dict[str, Any] | None) -> str:
     return f"Answer version {versions['at'] + 1}/{len(versions['items'])}{seed}"
 
 
+def queued_note(message: str, waiting: int) -> str:
+    """The status line when a message was sent while an answer is being generated."""
+    shown = " ".join(message.split())
+    shown = shown if len(shown) <= 60 else shown[:60] + "…"
+    more = f" ({waiting} messages waiting)" if waiting > 1 else ""
+    return (f"Queued: “{markdown_safe(shown)}”{more}. It is sent when the answer being generated ends; Stop ends "
+            "that answer now.")
+
+
 class ChatHandlers:
     def __init__(self, ctx: AppContext, updates_per_second: float = 20.0) -> None:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
+        # Messages sent while this session's turn runs: Gradio queues their events behind it (the
+        # generate lane runs one at a time) and each reads the conversation as the turn left it.
+        # Kept here only so the queued turn knows the box was emptied when it was queued.
+        self._queued: dict[tuple, list[str]] = {}
+        self._queue_lock = threading.Lock()
+
+    # -- a message sent while a turn runs -----------------------------------------------------
+    def queue_if_busy(self, message: str, key: tuple = (None, "chat")) -> tuple[Any, Any]:
+        """(prompt, status) the moment Enter or Send is pressed: while an answer is being
+        generated the message is queued (its own event waits behind the turn), the box empties and
+        the status says so; when idle nothing changes here (the turn itself empties the box)."""
+        if not (message or "").strip() or not self.ctx.runs.running(key):
+            return gr.skip(), gr.skip()
+        with self._queue_lock:
+            waiting = self._queued.setdefault(key, [])
+            waiting.append(message)
+            count = len(waiting)
+        return "", queued_note(message, count)
+
+    def _was_queued(self, key: tuple, message: str) -> bool:
+        with self._queue_lock:
+            waiting = self._queued.get(key, [])
+            if message in waiting:
+                waiting.remove(message)
+                return True
+            return False
+
+    def waiting(self, key: tuple) -> int:
+        with self._queue_lock:
+            return len(self._queued.get(key, []))
 
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
                world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
                *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
-        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete."""
+        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. A
+        message queued while the last answer ran leaves the box alone (it was emptied then, and may
+        hold the next message by now)."""
+        queued = self._was_queued(key, message or "")
         yield from self._turn(message, history, conversation_id, world, versions, model, system, random_seed,
-                              settings, key, regenerating=False)
+                              settings, key, regenerating=False, clear_prompt=not queued)
 
     def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
                    versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
@@ -160,7 +226,8 @@ class ChatHandlers:
 
     def _turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
               world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
-              settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
+              settings: Mapping[str, Any], key: tuple, regenerating: bool, clear_prompt: bool = True
+              ) -> Generator[tuple, None, None]:
         message = message or ""
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
@@ -184,7 +251,7 @@ class ChatHandlers:
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
             turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
-            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
+            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system, clear_prompt)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
             answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
@@ -193,7 +260,7 @@ class ChatHandlers:
             elif early and not turn.steps:
                 raise user_error(early)                  # the prompt alone outgrew the context: nothing ran
             conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
-            entries = turn.entries(answer, early)
+            entries = named_answers(turn.entries(answer, early), world, turn.structured)
             shown = history + [user] + entries
             item = {"entries": entries, "world": world.clone(),
                     "seed": config.seed if config.temperature > 0 else None}
@@ -204,7 +271,7 @@ class ChatHandlers:
             final = dict(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
                          conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
-                         status=turn.status(config, conversation_id, run.stop_requested),
+                         status=turn.status(config, conversation_id, run.stop_requested) + self._next_note(key),
                          version=version_label(versions), versions_row=gr.Row(visible=len(versions["items"]) > 1))
             if not turn.view.frames:
                 yield updates(**final)
@@ -215,7 +282,8 @@ class ChatHandlers:
             yield updates(**final, heatmap=heatmap, commits=commits)
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
-                conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
+                conversation_id: int | None, spec: dict[str, Any] | None, system: str, clear_prompt: bool = True
+                ) -> Generator[tuple, None, Any]:
         """The turn's live updates; returns its last event ("done" or "stopped"). Closed early (a
         client's cancel), it saves what was decided before closing."""
         config, model = turn.config, turn.model
@@ -232,8 +300,9 @@ class ChatHandlers:
                     run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
                                             on_frame=r.frame), name="chat-turn")
-                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", prompt="",
-                              scrubber=gr.Slider(visible=False), heatmap=None, commits=None)
+                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="",
+                              prompt="" if clear_prompt else gr.skip(), scrubber=gr.Slider(visible=False),
+                              heatmap=None, commits=None)
                 ended = None
                 try:
                     for event in run.events():
@@ -264,6 +333,10 @@ class ChatHandlers:
             turn.stop()
             self._save(turn, conversation_id, spec, system)
         return ended
+
+    def _next_note(self, key: tuple) -> str:
+        waiting = self.waiting(key)
+        return f" · {waiting} queued message(s): sending the next now." if waiting else ""
 
     # -- versions, edit, new ------------------------------------------------------------------
     def show_version(self, history: list[dict[str, Any]] | None, versions: dict[str, Any] | None, delta: int) -> tuple:
@@ -329,8 +402,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
             model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
             # the conversation and the message box first, so both are on the first screen (1440x960
             # and 400x800); the model's card and examples follow the buttons
+            # Gradio's own copy buttons copy each message's Markdown source, tool cards and titles
+            # included; this one copies the last answer as the person reads it
+            copy_btn = gr.Button("Copy answer", size="sm", elem_id="copy-answer", render=False)
             chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
-                                 sanitize_html=True, feedback_options=None, buttons=[],
+                                 sanitize_html=True, feedback_options=None, buttons=[copy_btn],
                                  placeholder="The conversation shows here. Examples to try are below the buttons.")
             prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
                                 placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
@@ -377,8 +453,19 @@ def build(ctx: AppContext) -> dict[str, Any]:
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
                status, version, versions_row]
     submit = with_settings(chat.submit, "chat", names)
-    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
-    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
+
+    def queue_if_busy(message: str, request: gr.Request) -> tuple[Any, Any]:
+        return chat.queue_if_busy(message, run_key(request, "chat"))
+
+    # Enter or Send while an answer is generated: the turn's event waits in the queue (trigger_mode
+    # "multiple": Gradio's default drops it silently) and, at once, the box empties and the status
+    # says the message is queued.
+    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple", **GENERATE)
+    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
+                  **GENERATE)
+    for trigger in (send_btn.click, prompt.submit):
+        trigger(queue_if_busy, [prompt], [prompt, status], queue=False, trigger_mode="multiple",
+                api_visibility="private", **QUIET)
     regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
                     **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
@@ -401,6 +488,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                    **QUIET)
     replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
                      **QUIET)
+    copied = gr.Textbox(visible=False, elem_id="copied-answer")
+    copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
+        None, [copied], None, js=COPY_JS)
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)

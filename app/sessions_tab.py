@@ -72,13 +72,16 @@ def transcript_html(conversation: dict[str, Any]) -> str:
         notes = []
         if turn["model"]:
             notes.append(turn["model"])
+        content = turn["content"]
         if turn["generation"] is not None:
             numbers = turn["generation"].stats
             notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
+            if numbers.stop_reason == "cancelled":                     # a value may end mid-id ("P20")
+                content += " ✂ cut off by Stop"
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
-            turn["role"], turn["role"], " · ".join(notes), turn["content"], calls))
+            turn["role"], turn["role"], " · ".join(notes), content, calls))
     return str(Markup('<div class="dp-transcript">{}</div>').format(Markup("").join(parts)))
 
 
