@@ -16,8 +16,8 @@ Handlers are plain (generator) functions; every streaming update is one tuple of
 
 from __future__ import annotations
 
+import json
 import secrets
-import threading
 from collections.abc import Generator, Mapping
 from typing import Any
 
@@ -33,7 +33,7 @@ from sessions import StoreError
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
-from .live import TraceView, markdown_safe, replay
+from .live import TraceView, replay
 from .messages import user_error
 from .names import with_names
 from .runs import Exchange, Run, Turn, run_key, save, title_of
@@ -124,6 +124,26 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
     return world
 
 
+QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
+               "now.")
+# Runs in the page as the message is sent, before the event's inputs leave (it returns them
+# unchanged): the box empties, and while an answer is being drawn the status says the message waits.
+# textContent, never HTML: the message is the person's text.
+SEND_JS = r"""(...inputs) => {
+  const message = String(inputs[0] || "");
+  const box = document.querySelector("#prompt textarea");
+  if (box && message.trim()) {
+    box.value = "";
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    const busy = document.querySelector('#live-panel [data-mode="live"], #live-panel [data-mode="loading"]');
+    const status = document.querySelector("#chat-status .prose") || document.querySelector("#chat-status");
+    if (busy && status) {
+      const shown = message.split(/\s+/).join(" ").trim();
+      status.textContent = NOTE.replace("{message}", shown.length > 60 ? shown.slice(0, 60) + "…" : shown);
+    }
+  }
+  return inputs;
+}""".replace("NOTE", json.dumps(QUEUED_NOTE))
 COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
 
 
@@ -154,60 +174,20 @@ def version_label(versions: dict[str, Any] | None) -> str:
     return f"Answer version {versions['at'] + 1}/{len(versions['items'])}{seed}"
 
 
-def queued_note(message: str, waiting: int) -> str:
-    """The status line when a message was sent while an answer is being generated."""
-    shown = " ".join(message.split())
-    shown = shown if len(shown) <= 60 else shown[:60] + "…"
-    more = f" ({waiting} messages waiting)" if waiting > 1 else ""
-    return (f"Queued: “{markdown_safe(shown)}”{more}. It is sent when the answer being generated ends; Stop ends "
-            "that answer now.")
-
-
 class ChatHandlers:
     def __init__(self, ctx: AppContext, updates_per_second: float = 20.0) -> None:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
-        # Messages sent while this session's turn runs: Gradio queues their events behind it (the
-        # generate lane runs one at a time) and each reads the conversation as the turn left it.
-        # Kept here only so the queued turn knows the box was emptied when it was queued.
-        self._queued: dict[tuple, list[str]] = {}
-        self._queue_lock = threading.Lock()
-
-    # -- a message sent while a turn runs -----------------------------------------------------
-    def queue_if_busy(self, message: str, key: tuple = (None, "chat")) -> tuple[Any, Any]:
-        """(prompt, status) the moment Enter or Send is pressed: while an answer is being
-        generated the message is queued (its own event waits behind the turn), the box empties and
-        the status says so; when idle nothing changes here (the turn itself empties the box)."""
-        if not (message or "").strip() or not self.ctx.runs.running(key):
-            return gr.skip(), gr.skip()
-        with self._queue_lock:
-            waiting = self._queued.setdefault(key, [])
-            waiting.append(message)
-            count = len(waiting)
-        return "", queued_note(message, count)
-
-    def _was_queued(self, key: tuple, message: str) -> bool:
-        with self._queue_lock:
-            waiting = self._queued.get(key, [])
-            if message in waiting:
-                waiting.remove(message)
-                return True
-            return False
-
-    def waiting(self, key: tuple) -> int:
-        with self._queue_lock:
-            return len(self._queued.get(key, []))
 
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
                world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
                *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
-        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. A
-        message queued while the last answer ran leaves the box alone (it was emptied then, and may
-        hold the next message by now)."""
-        queued = self._was_queued(key, message or "")
+        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. The
+        page empties the message box when it sends (SEND_JS): a message queued behind a running answer
+        must not empty the box when its turn comes, as it may hold the next message by then."""
         yield from self._turn(message, history, conversation_id, world, versions, model, system, random_seed,
-                              settings, key, regenerating=False, clear_prompt=not queued)
+                              settings, key, regenerating=False)
 
     def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
                    versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
@@ -226,8 +206,26 @@ class ChatHandlers:
 
     def _turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
               world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
-              settings: Mapping[str, Any], key: tuple, regenerating: bool, clear_prompt: bool = True
-              ) -> Generator[tuple, None, None]:
+              settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
+        """The turn; refused before anything is drawn (bad settings, a prompt too long), the message goes
+        back into the box the page emptied as it sent (SEND_JS), so nothing typed is lost."""
+        drawn = False
+        turn = self._run_turn(message, history, conversation_id, world, versions, model, system, random_seed,
+                              settings, key, regenerating)
+        try:
+            for update in turn:
+                drawn = True
+                yield update
+        except gr.Error:
+            if not drawn and not regenerating and (message or "").strip():
+                yield updates(prompt=message)
+            raise
+        finally:
+            turn.close()                 # a closed handler (a client's cancel) closes the turn, which saves
+
+    def _run_turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
+                  world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+                  settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
         message = message or ""
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
@@ -251,7 +249,7 @@ class ChatHandlers:
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
             turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
-            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system, clear_prompt)
+            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
             answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
@@ -271,7 +269,7 @@ class ChatHandlers:
             final = dict(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
                          conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
-                         status=turn.status(config, conversation_id, run.stop_requested) + self._next_note(key),
+                         status=turn.status(config, conversation_id, run.stop_requested),
                          version=version_label(versions), versions_row=gr.Row(visible=len(versions["items"]) > 1))
             if not turn.view.frames:
                 yield updates(**final)
@@ -282,8 +280,7 @@ class ChatHandlers:
             yield updates(**final, heatmap=heatmap, commits=commits)
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
-                conversation_id: int | None, spec: dict[str, Any] | None, system: str, clear_prompt: bool = True
-                ) -> Generator[tuple, None, Any]:
+                conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
         """The turn's live updates; returns its last event ("done" or "stopped"). Closed early (a
         client's cancel), it saves what was decided before closing."""
         config, model = turn.config, turn.model
@@ -300,8 +297,7 @@ class ChatHandlers:
                     run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
                                             on_frame=r.frame), name="chat-turn")
-                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="",
-                              prompt="" if clear_prompt else gr.skip(), scrubber=gr.Slider(visible=False),
+                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
                               heatmap=None, commits=None)
                 ended = None
                 try:
@@ -333,10 +329,6 @@ class ChatHandlers:
             turn.stop()
             self._save(turn, conversation_id, spec, system)
         return ended
-
-    def _next_note(self, key: tuple) -> str:
-        waiting = self.waiting(key)
-        return f" · {waiting} queued message(s): sending the next now." if waiting else ""
 
     # -- versions, edit, new ------------------------------------------------------------------
     def show_version(self, history: list[dict[str, Any]] | None, versions: dict[str, Any] | None, delta: int) -> tuple:
@@ -454,18 +446,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
                status, version, versions_row]
     submit = with_settings(chat.submit, "chat", names)
 
-    def queue_if_busy(message: str, request: gr.Request) -> tuple[Any, Any]:
-        return chat.queue_if_busy(message, run_key(request, "chat"))
-
-    # Enter or Send while an answer is generated: the turn's event waits in the queue (trigger_mode
-    # "multiple": Gradio's default drops it silently) and, at once, the box empties and the status
-    # says the message is queued.
-    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple", **GENERATE)
+    # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
+    # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
+    # answer leaves it; the page empties the box at once and the status says the message is queued.
+    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
+                   js=SEND_JS, **GENERATE)
     prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
-                  **GENERATE)
-    for trigger in (send_btn.click, prompt.submit):
-        trigger(queue_if_busy, [prompt], [prompt, status], queue=False, trigger_mode="multiple",
-                api_visibility="private", **QUIET)
+                  js=SEND_JS, **GENERATE)
     regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
                     **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
@@ -499,4 +486,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
         None, None, None, js=focus_js("#prompt textarea"))
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
-    return {"model": model}
+    return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
+            "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
+            "version": version, "versions_row": versions_row, "panel": panel}

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from engine.metrics import summary_line
 from sessions import StoreError
+from sessions.export_schema import MAX_TITLE_CHARS
 
 from .chat import file_list, play_again, scrub_panel, scrubber_for
 from .exports import ConversationImportError, export_answer, export_conversation, import_conversation
@@ -168,6 +169,27 @@ class SessionsHandlers:
                   else f"Conversation #{markdown_safe(choice)} was already gone.")
         return table, picker, status, "", None
 
+    def rename(self, choice: str | None, title: str, kind: str, query: str) -> tuple:
+        """Give the picked conversation a new title; (list, picker, status, transcript, conversation)."""
+        if not choice:
+            raise user_error("Pick the conversation to rename first (click its row).")
+        title = " ".join((title or "").split())
+        if not title:
+            raise user_error("The title is empty: type the new title first.")
+        if len(title) > MAX_TITLE_CHARS:
+            raise user_error(f"A title holds at most {MAX_TITLE_CHARS} characters; this one has {len(title)}.")
+        store = self._store()
+        try:
+            store.rename(int(choice), title)
+        except (ValueError, TypeError):
+            raise user_error(f"'{choice}' is not a conversation number.") from None
+        except StoreError as exc:
+            raise user_error(str(exc)) from None
+        listing, picker, _ = self.refresh(kind, query)
+        transcript, _turn, conversation, _ = self.open(str(choice))
+        return (listing, gr.Dropdown(choices=picker.choices, value=str(choice)),
+                f"Renamed #{markdown_safe(str(choice))} to “{markdown_safe(title)}”.", transcript, conversation)
+
     def export(self, conversation: dict[str, Any] | None, trace: TraceView | None) -> tuple[Any, str]:
         """The conversation as JSON, plus the replay / LaTeX / code of the turn being replayed."""
         if conversation is None:
@@ -220,6 +242,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         delete_btn = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
         export_btn = gr.Button("Export")
         import_btn = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
+        continue_btn = gr.Button("Continue in Chat", variant="primary", elem_id="session-continue")
+    with gr.Row(equal_height=True):
+        title = gr.Textbox(label="Title", elem_id="session-title", scale=4, max_length=MAX_TITLE_CHARS,
+                           info="The opened conversation's title: change it and press Rename (or Enter).")
+        rename_btn = gr.Button("Rename", elem_id="session-rename", scale=1, min_width=100)
     with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
         question = gr.Markdown(elem_id="delete-question")
         confirm_btn = gr.Button("Yes, delete it", variant="stop", elem_id="delete-yes")
@@ -263,4 +290,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                       api_name="sessions_import", **quiet)   # a refusal is the toast alone, no badge per output
     replay_btn.click(play_again, [replay_trace, pace], [replay_panel, replay_scrubber], api_visibility="private",
                      **quiet)
-    return {"refresh": (sessions.refresh, [kind, query], listing)}
+    opened.change(lambda c: (c or {}).get("title", ""), [opened], [title], api_visibility="private", **quiet)
+    renaming = ([picker, title, kind, query], [sessions_list, picker, status, transcript, opened])
+    rename_btn.click(sessions.rename, *renaming, api_name="sessions_rename", **quiet)
+    title.submit(sessions.rename, *renaming, api_visibility="private", **quiet)
+    return {"refresh": (sessions.refresh, [kind, query], listing), "continue": continue_btn, "opened": opened}
