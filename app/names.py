@@ -31,9 +31,8 @@ def with_names(text: str, world: Any) -> str:
     def name(match: re.Match[str]) -> str:
         found = match.group(1)
         after = text[match.end():match.end() + len(names[found]) + 3].lower()
-        if found in seen or names[found].lower() in after:
-            return found
+        named = found in seen or names[found].lower() in after
         seen.add(found)
-        return f"{found} ({names[found]})"
+        return found if named else f"{found} ({names[found]})"
 
     return pattern.sub(name, text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.agent import Step
+from engine.json_limits import read_stored
 from engine.world.format import EOS, render_call
 
 from .chat import named_answers, stored_world
@@ -34,8 +35,19 @@ def stored_step(turn: dict[str, Any]) -> Step:
     error = None if call is None or call["error_type"] is None else {"kind": call["error_type"],
                                                                      "message": call["error_type"]}
     seconds = turn["generation"].stats.seconds if turn["generation"] is not None else 0.0
-    return Step(turn["content"], parsed, error, None if call is None else call["observation"], turn["generation"],
-                seconds)
+    return Step(turn["content"], parsed, error, None if call is None else stored_observation(call["observation"]),
+                turn["generation"], seconds)
+
+
+def stored_observation(text: str | None) -> Any:
+    """A tool response as the step held it: the store keeps it as JSON text (a plain-text response
+    as itself), so text that reads as JSON is read back, anything else stays text."""
+    if text is None:
+        return None
+    try:
+        return read_stored(text)
+    except ValueError:
+        return text
 
 
 def history_entries(conversation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,8 +66,9 @@ def history_entries(conversation: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             reply = (render_call(step.call["name"], step.call["arguments"]) if step.call is not None
                      else step.raw_text.split(EOS, 1)[0].strip())
-            # chat_entries adds the tool turn itself (the response as the model reads it)
             history += chat_entries(step, reply)
+        elif turn["role"] == "tool" and history and history[-1]["role"] == "tool":
+            history[-1] = {"role": "tool", "content": turn["content"]}   # the response exactly as the model read it
     return history
 
 
