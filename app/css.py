@@ -23,6 +23,9 @@ APP_CSS = """
 /* the legend stays in view at the panel's foot however long the grid is */
 .dp-panel .dp-legend { position: sticky; bottom: -.6rem; padding: .35rem 0 .1rem;
   background: var(--block-background-fill, #fff); }
+/* the panels' persistent live line (app/page_script.py): heard, not seen */
+.dp-sr-status { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%);
+  white-space: nowrap; }
 .dp-card { font-size: 13px; }
 .dp-card p { margin: .15rem 0; }
 """

@@ -239,13 +239,18 @@ def test_status_lines_and_panels_are_live_regions_and_tool_cards_buttons_have_na
     task, ctx = tool_context(tmp_path)
     with running_app(ctx) as (_demo, url):
         page = open_page(browser, url)
-        for region in ("#chat-status", "#live-panel"):
-            expect(page.locator(region)).to_have_attribute("aria-live", "polite")
+        expect(page.locator("#chat-status")).to_have_attribute("aria-live", "polite")
         expect(page.locator("#chat-status")).to_have_attribute("role", "status")
+        # the panel: a named region whose one persistent live line repeats the panel's head
+        expect(page.locator("#live-panel")).to_have_attribute("role", "region")
+        live_line = page.locator("#live-panel > .dp-sr-status[role='status'][aria-live='polite']")
+        expect(live_line).to_have_count(1)
         set_number(page, "#chat-gen-length", "128")
         page.locator("#prompt textarea").fill(task["instruction"])
         page.locator("#prompt textarea").press("Enter")
         expect(page.locator("#chat-status")).to_contain_text("tool call", timeout=60_000)
+        expect(live_line).to_contain_text("finished")
+        assert live_line.text_content() == page.locator("#live-panel .dp-live-head").text_content().strip()
         expanders = page.locator("#chatbot .thought-group button")
         expect(expanders.first).to_be_visible()
         assert expanders.count() >= 2
@@ -257,7 +262,7 @@ def test_status_lines_and_panels_are_live_regions_and_tool_cards_buttons_have_na
         assert nameless == [], nameless
         open_tab(page, "Agent")
         expect(page.locator("#agent-status")).to_have_attribute("aria-live", "polite")
-        expect(page.locator("#agent-panel")).to_have_attribute("aria-live", "polite")
+        expect(page.locator("#agent-panel > .dp-sr-status[aria-live='polite']")).to_have_count(1)
         page.context.close()
     ctx.close()
 
