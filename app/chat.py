@@ -45,6 +45,7 @@ from .structured import load_example, parse_schema, structured_answer
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
+    PLOT_MIN_WIDTH,
     QUIET,
     card_examples,
     card_update,
@@ -438,8 +439,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                    visible=False)
             export_preview = gr.HTML(elem_id="export-preview")
     with gr.Row():
-        heatmap = gr.Plot(label="When each token was decided")
-        commits = gr.Plot(label="Commits per forward")
+        heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
+        commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
     names = list(controls)
     shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,

@@ -23,6 +23,7 @@ from .live import REPLAY_MS, TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
+from .widgets import PLOT_MIN_WIDTH
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
                 ("API calls", "api")]
@@ -243,7 +244,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         export_btn = gr.Button("Export")
         import_btn = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
         continue_btn = gr.Button("Continue in Chat", variant="primary", elem_id="session-continue")
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=False):
         title = gr.Textbox(label="Title", elem_id="session-title", scale=4, max_length=MAX_TITLE_CHARS,
                            info="The opened conversation's title: change it and press Rename (or Enter).")
         rename_btn = gr.Button("Rename", elem_id="session-rename", scale=1, min_width=100)
@@ -266,7 +267,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
             replay_panel = gr.HTML(elem_id="replay-panel")
     with gr.Row():
-        replay_heatmap, replay_commits = gr.Plot(), gr.Plot()
+        replay_heatmap, replay_commits = gr.Plot(min_width=PLOT_MIN_WIDTH), gr.Plot(min_width=PLOT_MIN_WIDTH)
     files = gr.File(label="Exports", file_count="multiple", interactive=False, visible=False)
     preview = gr.HTML()
     listing = [sessions_list, picker, status]

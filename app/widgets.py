@@ -22,6 +22,8 @@ QUIET = {"show_progress": "hidden"}
 # A picker narrower than this wraps onto its own row: at a phone's width two side by side cut
 # their text ("sprout-bd (diffusio").
 PICKER_MIN_WIDTH = 300
+# Two plots side by side below this width are unreadable (ticks pile up): each takes its own row.
+PLOT_MIN_WIDTH = 380
 
 
 def model_picker(choices: list[tuple[str, str]], value: str, label: str, elem_id: str) -> gr.Dropdown:
