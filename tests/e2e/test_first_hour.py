@@ -220,10 +220,10 @@ def test_the_panels_legend_stays_in_view_below_a_long_grid(browser, tmp_path):
                                            "fake-ar": FakeARBackend("ok", name="fake-ar")})
     with running_app(ctx) as (_demo, url):
         page = open_page(browser, url)
-        set_number(page, "#chat-gen-length", "512")
+        set_number(page, "#chat-gen-length", "512")                # a grid taller than the panel
         page.locator("#prompt textarea").fill("go on")
         page.locator("#send").click()
-        expect(page.locator("#live-panel [data-mode='done']")).to_be_visible(timeout=60_000)
+        expect(page.locator("#live-panel [data-mode='done']")).to_be_visible(timeout=120_000)
         panel = page.locator("#live-panel .dp-panel")
         assert panel.evaluate("e => e.scrollHeight > e.clientHeight + 50")      # the grid does scroll
         frame, legend = panel.bounding_box(), page.locator("#live-panel .dp-legend").bounding_box()
