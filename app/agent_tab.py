@@ -27,12 +27,14 @@ from .chat import EMPTY_PANEL, failure, file_list
 from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import user_error
+from .names import with_names
 from .runs import Exchange, Run, Turn, save
 from .settings import AGENT_DEFAULTS, config_from_settings
 from .state import AppContext
 from .steps import step_turns, steps_html
 from .widgets import (
     GENERATE,
+    PICKER_MIN_WIDTH,
     QUIET,
     card_examples,
     card_update,
@@ -54,16 +56,25 @@ def benchmark_tasks() -> list[dict[str, Any]]:
     return load_heldout_tasks() + [make_task(intent, "heldout", seed) for intent, seed in DOC_TASKS]
 
 
+DOMAIN_WORDS = {"shop": "shop", "office": "back office", "doc": "document"}
+
+
+def task_label(task: dict[str, Any]) -> str:
+    """"Find a grey dress in size M. (shop: find)": the instruction whole, then the kind of task in
+    words (the id, "shop_find-heldout-201093322", stays the choice's value)."""
+    domain, _, rest = str(task["intent"]).partition("_")
+    kind = f"{DOMAIN_WORDS.get(domain, domain)}: {rest.replace('_', ' ')}" if rest else domain
+    return f"{' '.join(task['instruction'].split())} ({kind})"
+
+
 def custom_task(instruction: str) -> dict[str, Any]:
     """A typed instruction in a fresh held-out world; there is no gold answer to grade it against."""
     return {"id": "typed", "domain": "shop", "intent": "typed", "split": "heldout", "instruction": instruction,
             "world": {"seed": 0, "setup": {}}, "gold_actions": [], "outputs": []}
 
 
-def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
+def world_after(task: dict[str, Any], steps: list[Step]) -> Any:
     """The world after the executed calls (vetoed and unparsed ones never ran), replayed from the start."""
-    if task.get("domain") == "document":
-        return {"note": "Document tasks do not touch the world."}
     world = world_for(task)
     for step in steps:
         if step.call and not step.error and step.call["name"] != FINISH:
@@ -71,6 +82,14 @@ def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
                 call_tool(world, step.call["name"], step.call["arguments"])
             except Exception:  # noqa: BLE001 - it failed in the episode too, and changed nothing
                 pass
+    return world
+
+
+def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
+    """The world state the tab shows: cart, orders, invoices, registrations after the executed calls."""
+    if task.get("domain") == "document":
+        return {"note": "Document tasks do not touch the world."}
+    world = world_after(task, steps)
     state = world.end_state()
     return {"cart": state["cart"], "cart_total": world.cart_total(), "orders": state["orders"],
             "invoices": state["invoices"], "registrations": state["registrations"]}
@@ -91,8 +110,9 @@ class AgentHandlers:
         self.tasks = {t["id"]: t for t in benchmark_tasks()}
 
     def task_choices(self) -> list[tuple[str, str]]:
+        """(label, task id): a task reads as its whole instruction and what kind of task it is."""
         out = [("Type my own instruction (below)", CUSTOM)]
-        return out + [(f"{t['id']}: {t['instruction'][:70]}", t["id"]) for t in self.tasks.values()]
+        return out + [(task_label(t), t["id"]) for t in self.tasks.values()]
 
     def describe(self, task_id: str) -> str:
         """The instruction of the picked task, to show in the instruction box."""
@@ -173,7 +193,8 @@ class AgentHandlers:
         if transcript is None and pending and view is not None and view.frames:
             steps.append(stopped_step(backend, view))
         saved = self._save(task, steps, transcript, config, model, graded)
-        verdict = self._verdict(transcript, graded, steps)
+        named = world_after(task, steps) if task.get("domain") != "document" else None
+        verdict = self._verdict(transcript, graded, steps, named)
         preview, files = "", []
         last = steps[-1].result if steps else None
         if transcript is not None and task.get("domain") == "document" and last is not None:
@@ -188,10 +209,10 @@ class AgentHandlers:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
         yield panel, steps_html(steps), world_view(task, steps), verdict, preview, file_list(files), status
 
-    def _verdict(self, transcript: Any, graded: bool, steps: list[Step]) -> str:
+    def _verdict(self, transcript: Any, graded: bool, steps: list[Step], world: Any = None) -> str:
         if transcript is None:
             return "Stopped before the end."
-        answer = markdown_safe(transcript.final_answer or "(no answer)")
+        answer = markdown_safe(with_names(transcript.final_answer, world) if transcript.final_answer else "(no answer)")
         generated = [s.result.stats for s in steps if s.result is not None]
         cost = f"{summary_line(combined(generated))} · {len(steps)} step(s)"   # engine/metrics.py, every generation
         if not graded:
@@ -222,13 +243,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
     agent = AgentHandlers(ctx)
     with gr.Row():
         task = gr.Dropdown(agent.task_choices(), value="", label="Benchmark task (held out)", allow_custom_value=True,
-                           elem_id="agent-task",
+                           elem_id="agent-task", min_width=PICKER_MIN_WIDTH,
                            info="A graded task: its verdict says whether the world ended as the oracle's.")
         model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "agent-model")
-    card = card_for(ctx.default_model, ctx.registry.listing())
-    card_md, examples = card_examples("agent", card)
     instruction = gr.Textbox(label="Instruction", lines=1, max_lines=6, elem_id="agent-instruction",
                              placeholder="Pick a task above or an example, or type an instruction for the agent")
+    card = card_for(ctx.default_model, ctx.registry.listing())
+    with gr.Accordion("Examples and what this model can do", open=True, elem_id="agent-about"):
+        card_md, examples = card_examples("agent", card, fills="Instruction box", sends="Run agent")
     with gr.Accordion("Generation settings", open=False, elem_id="agent-settings"):
         max_steps = gr.Slider(1, 16, value=8, step=1, label="Step limit", elem_id="agent-max-steps",
                               info="Tool calls the agent may make before the episode ends unfinished.")

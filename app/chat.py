@@ -16,6 +16,7 @@ Handlers are plain (generator) functions; every streaming update is one tuple of
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Generator, Mapping
 from typing import Any
@@ -34,6 +35,7 @@ from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
+from .names import with_names
 from .runs import Exchange, Run, Turn, run_key, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
@@ -43,9 +45,11 @@ from .structured import load_example, parse_schema, structured_answer
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
+    PLOT_MIN_WIDTH,
     QUIET,
     card_examples,
     card_update,
+    focus_js,
     generation_controls,
     model_picker,
     stopper,
@@ -55,6 +59,9 @@ from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_from_spe
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row")
+# The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
+# buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
+CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 
@@ -118,6 +125,48 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
     return world
 
 
+QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
+               "now.")
+# Runs in the page as the message is sent, before the event's inputs leave (it returns them
+# unchanged): the box empties, and while an answer is being drawn the status says the message waits.
+# textContent, never HTML: the message is the person's text.
+SEND_JS = r"""(...inputs) => {
+  const message = String(inputs[0] || "");
+  const box = document.querySelector("#prompt textarea");
+  if (box && message.trim()) {
+    box.value = "";
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    const busy = document.querySelector('#live-panel [data-mode="live"], #live-panel [data-mode="loading"]');
+    const status = document.querySelector("#chat-status .prose") || document.querySelector("#chat-status");
+    if (busy && status) {
+      const shown = message.split(/\s+/).join(" ").trim();
+      status.textContent = NOTE.replace("{message}", shown.length > 60 ? shown.slice(0, 60) + "…" : shown);
+    }
+  }
+  return inputs;
+}""".replace("NOTE", json.dumps(QUEUED_NOTE))
+COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
+
+
+def answer_text(history: list[dict[str, Any]] | None) -> str:
+    """The last answer as the person reads it (plain text, ids named), for the Copy answer button;
+    a tool step's card, a note and the Markdown around them are not part of it."""
+    for entry in reversed(history or []):
+        if entry["role"] == "assistant" and not entry.get("title") and not entry.get("note") and entry.get("shown"):
+            gr.Info(f"Copied the last answer ({len(entry['shown'])} characters).")
+            return entry["shown"]
+    raise user_error("There is no answer to copy yet: send a message first.")
+
+
+def named_answers(entries: list[dict[str, Any]], world: World, structured: bool) -> list[dict[str, Any]]:
+    """The turn's answers as shown, with the world's name beside each id they mention (app/names.py);
+    what the model reads back (`content`) stays as it wrote it."""
+    if structured:
+        return entries
+    return [{**e, "shown": with_names(e["shown"], world)}
+            if e["role"] == "assistant" and not e.get("title") and e.get("shown") else e for e in entries]
+
+
 def version_label(versions: dict[str, Any] | None) -> str:
     if not versions or len(versions["items"]) < 2:
         return ""
@@ -135,7 +184,9 @@ class ChatHandlers:
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
                world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
                *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
-        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete."""
+        """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. The
+        page empties the message box when it sends (SEND_JS): a message queued behind a running answer
+        must not empty the box when its turn comes, as it may hold the next message by then."""
         yield from self._turn(message, history, conversation_id, world, versions, model, system, random_seed,
                               settings, key, regenerating=False)
 
@@ -157,6 +208,25 @@ class ChatHandlers:
     def _turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
               world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
               settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
+        """The turn; refused before anything is drawn (bad settings, a prompt too long), the message goes
+        back into the box the page emptied as it sent (SEND_JS), so nothing typed is lost."""
+        drawn = False
+        turn = self._run_turn(message, history, conversation_id, world, versions, model, system, random_seed,
+                              settings, key, regenerating)
+        try:
+            for update in turn:
+                drawn = True
+                yield update
+        except gr.Error:
+            if not drawn and not regenerating and (message or "").strip():
+                yield updates(prompt=message)
+            raise
+        finally:
+            turn.close()                 # a closed handler (a client's cancel) closes the turn, which saves
+
+    def _run_turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
+                  world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+                  settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
         message = message or ""
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
@@ -189,7 +259,7 @@ class ChatHandlers:
             elif early and not turn.steps:
                 raise user_error(early)                  # the prompt alone outgrew the context: nothing ran
             conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
-            entries = turn.entries(answer, early)
+            entries = named_answers(turn.entries(answer, early), world, turn.structured)
             shown = history + [user] + entries
             item = {"entries": entries, "world": world.clone(),
                     "seed": config.seed if config.temperature > 0 else None}
@@ -228,8 +298,8 @@ class ChatHandlers:
                     run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
                                             on_frame=r.frame), name="chat-turn")
-                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", prompt="",
-                              scrubber=gr.Slider(visible=False), heatmap=None, commits=None)
+                yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
+                              heatmap=None, commits=None)
                 ended = None
                 try:
                     for event in run.events():
@@ -323,9 +393,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=5):
             model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
-            card_md, examples = card_examples("chat", card)
-            chatbot = gr.Chatbot(label="Conversation", height=440, elem_id="chatbot", allow_tags=False,
-                                 sanitize_html=True, feedback_options=None)
+            # the conversation and the message box first, so both are on the first screen (1440x960
+            # and 400x800); the model's card and examples follow the buttons
+            # Gradio's own copy buttons copy each message's Markdown source, tool cards and titles
+            # included; this one copies the last answer as the person reads it
+            copy_btn = gr.Button("Copy answer", size="sm", elem_id="copy-answer", render=False)
+            chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
+                                 sanitize_html=True, feedback_options=None, buttons=[copy_btn],
+                                 placeholder="The conversation shows here. Examples to try are below the buttons.")
             prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
                                 placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
             with gr.Row():
@@ -339,6 +414,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 version = gr.Markdown(elem_id="version-label")
                 next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
             status = gr.Markdown(elem_id="chat-status")
+            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send")
         with gr.Column(scale=6):
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
             with gr.Row(equal_height=False):
@@ -363,15 +439,21 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                    visible=False)
             export_preview = gr.HTML(elem_id="export-preview")
     with gr.Row():
-        heatmap = gr.Plot(label="When each token was decided")
-        commits = gr.Plot(label="Commits per forward")
+        heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
+        commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
     names = list(controls)
     shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
                status, version, versions_row]
     submit = with_settings(chat.submit, "chat", names)
-    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", **GENERATE)
-    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", **GENERATE)
+
+    # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
+    # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
+    # answer leaves it; the page empties the box at once and the status says the message is queued.
+    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
+                   js=SEND_JS, **GENERATE)
+    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
+                  js=SEND_JS, **GENERATE)
     regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
                     **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
@@ -394,10 +476,17 @@ def build(ctx: AppContext) -> dict[str, Any]:
                    **QUIET)
     replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
                      **QUIET)
+    copied = gr.Textbox(visible=False, elem_id="copied-answer")
+    copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
+        None, [copied], None, js=COPY_JS)
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
-    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
+    # an example fills the box (the examples' label says so) and the cursor goes there: Enter sends it
+    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET).then(
+        None, None, None, js=focus_js("#prompt textarea"))
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
-    return {"model": model}
+    return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
+            "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
+            "version": version, "versions_row": versions_row, "panel": panel}

@@ -20,6 +20,7 @@ from .steps import answer_of, chat_entries, chat_messages
 from .structured import shown_json
 from .worlds import no_answer_note
 
+CUT_CALL_NOTE = "(Stop came while a tool call was being written: it was cut off there and not run.)"
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 
 
@@ -86,6 +87,8 @@ class ChatTurn:
                 text = answer_of(step) or ""
                 if text and not text.lstrip().startswith(("<tool_call>", "{")):
                     out.append({"role": "assistant", "content": "", "shown": f"{text} … (stopped)", "note": True})
+                elif text:              # half a call: its values may be cut mid-id ("P20"), so none is shown
+                    out.append({"role": "assistant", "content": "", "shown": CUT_CALL_NOTE, "note": True})
                 continue
             entries = chat_entries(step, self._reply(i))
             if self.structured and answer_of(step) is not None:

@@ -20,6 +20,12 @@ APP_CSS = """
 /* a fixed height: a long answer scrolls inside its panel instead of pushing the settings down */
 #live-panel .dp-panel, #agent-panel .dp-panel, #compare-diffusion-panel .dp-panel,
 #compare-baseline-panel .dp-panel, #replay-panel .dp-panel { height: 360px; overflow-y: auto; box-sizing: border-box; }
+/* the legend stays in view at the panel's foot however long the grid is */
+.dp-panel .dp-legend { position: sticky; bottom: -.6rem; padding: .35rem 0 .1rem;
+  background: var(--block-background-fill, #fff); }
+/* the panels' persistent live line (app/page_script.py): heard, not seen */
+.dp-sr-status { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%);
+  white-space: nowrap; }
 .dp-card { font-size: 13px; }
 .dp-card p { margin: .15rem 0; }
 """
@@ -57,4 +63,22 @@ footer, footer * { color: #52525b !important; }
   color: #d4d4d8; }
 """
 
-CSS = GRID_CSS + APP_CSS + CONTRAST_CSS
+# Plotly draws its own white paper; the figures ask for a transparent one (visualizer/plots.py), so a
+# plot sits on the block's background in either theme; in dark mode its text and lines turn light.
+PLOT_CSS = """
+.dark .js-plotly-plot .main-svg text { fill: #e4e4e7 !important; }
+.dark .js-plotly-plot .gridlayer path, .dark .js-plotly-plot .zerolinelayer path {
+  stroke: rgba(228,228,231,.18) !important; }
+.dark .js-plotly-plot .legend .bg, .dark .js-plotly-plot .infolayer .legend rect.bg { fill: transparent !important; }
+"""
+
+# At a phone's width: the message box and its buttons stay on the first screen (the Chatbot's height
+# follows the window, app/chat.py), and pickers take the whole row instead of a cut-off half.
+NARROW_CSS = """
+@media (max-width: 640px) {
+  .gradio-container h1 { font-size: 1.35rem; margin-bottom: .2rem; }
+  #intro p { font-size: 13px; margin: 0; }
+}
+"""
+
+CSS = GRID_CSS + APP_CSS + CONTRAST_CSS + PLOT_CSS + NARROW_CSS

@@ -17,9 +17,10 @@ from .state import AppContext
 
 
 def models_table(rows: list[dict[str, Any]]) -> str:
+    """The models that work on this machine first (the pickers' order), then the ones not on it."""
     head = ("name", "kind", "driver", "source", "on this machine", "description")
     out = []
-    for row in rows:
+    for row in sorted(rows, key=lambda row: not row["available"]):          # stable: catalog order within each
         cells = (row["name"], row["kind"], row["driver"] or "none", row["source"], "yes" if row["available"] else "no",
                  row.get("description") or "")
         out.append(Markup("<tr>{}</tr>").format(Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))

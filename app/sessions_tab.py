@@ -15,17 +15,25 @@ from markupsafe import Markup
 
 from engine.metrics import summary_line
 from sessions import StoreError
+from sessions.export_schema import MAX_TITLE_CHARS
 
 from .chat import file_list, play_again, scrub_panel, scrubber_for
 from .exports import ConversationImportError, export_answer, export_conversation, import_conversation
-from .live import TraceView, markdown_safe
+from .live import REPLAY_MS, TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
+from .widgets import PLOT_MIN_WIDTH
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
                 ("API calls", "api")]
 LIST_LIMIT = 200
+
+
+def pace_info() -> str:
+    """The replay pace's info line: the value shown is the default; 0 plays at REPLAY_MS."""
+    return (f"How long each round stays on screen in a replay: {PACE_MS} ms unless you change it; "
+            f"0 plays at {REPLAY_MS} ms (a replay at full speed would be over at once).")
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -66,13 +74,16 @@ def transcript_html(conversation: dict[str, Any]) -> str:
         notes = []
         if turn["model"]:
             notes.append(turn["model"])
+        content = turn["content"]
         if turn["generation"] is not None:
             numbers = turn["generation"].stats
             notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
+            if numbers.stop_reason == "cancelled":                     # a value may end mid-id ("P20")
+                content += " ✂ cut off by Stop"
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
-            turn["role"], turn["role"], " · ".join(notes), turn["content"], calls))
+            turn["role"], turn["role"], " · ".join(notes), content, calls))
     return str(Markup('<div class="dp-transcript">{}</div>').format(Markup("").join(parts)))
 
 
@@ -159,6 +170,27 @@ class SessionsHandlers:
                   else f"Conversation #{markdown_safe(choice)} was already gone.")
         return table, picker, status, "", None
 
+    def rename(self, choice: str | None, title: str, kind: str, query: str) -> tuple:
+        """Give the picked conversation a new title; (list, picker, status, transcript, conversation)."""
+        if not choice:
+            raise user_error("Pick the conversation to rename first (click its row).")
+        title = " ".join((title or "").split())
+        if not title:
+            raise user_error("The title is empty: type the new title first.")
+        if len(title) > MAX_TITLE_CHARS:
+            raise user_error(f"A title holds at most {MAX_TITLE_CHARS} characters; this one has {len(title)}.")
+        store = self._store()
+        try:
+            store.rename(int(choice), title)
+        except (ValueError, TypeError):
+            raise user_error(f"'{choice}' is not a conversation number.") from None
+        except StoreError as exc:
+            raise user_error(str(exc)) from None
+        listing, picker, _ = self.refresh(kind, query)
+        transcript, _turn, conversation, _ = self.open(str(choice))
+        return (listing, gr.Dropdown(choices=picker.choices, value=str(choice)),
+                f"Renamed #{markdown_safe(str(choice))} to “{markdown_safe(title)}”.", transcript, conversation)
+
     def export(self, conversation: dict[str, Any] | None, trace: TraceView | None) -> tuple[Any, str]:
         """The conversation as JSON, plus the replay / LaTeX / code of the turn being replayed."""
         if conversation is None:
@@ -211,6 +243,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
         delete_btn = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
         export_btn = gr.Button("Export")
         import_btn = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
+        continue_btn = gr.Button("Continue in Chat", variant="primary", elem_id="session-continue")
+    with gr.Row(equal_height=False):
+        title = gr.Textbox(label="Title", elem_id="session-title", scale=4, max_length=MAX_TITLE_CHARS,
+                           info="The opened conversation's title: change it and press Rename (or Enter).")
+        rename_btn = gr.Button("Rename", elem_id="session-rename", scale=1, min_width=100)
     with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
         question = gr.Markdown(elem_id="delete-question")
         confirm_btn = gr.Button("Yes, delete it", variant="stop", elem_id="delete-yes")
@@ -226,11 +263,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                         info="Drag to any forward; 0 is the canvas before the first one.")
             with gr.Row(equal_height=False):
                 pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
-                                 info="How long each round stays on screen in a replay (0 = the default, 300 ms).")
+                                 info=pace_info())
                 replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
             replay_panel = gr.HTML(elem_id="replay-panel")
     with gr.Row():
-        replay_heatmap, replay_commits = gr.Plot(), gr.Plot()
+        replay_heatmap, replay_commits = gr.Plot(min_width=PLOT_MIN_WIDTH), gr.Plot(min_width=PLOT_MIN_WIDTH)
     files = gr.File(label="Exports", file_count="multiple", interactive=False, visible=False)
     preview = gr.HTML()
     listing = [sessions_list, picker, status]
@@ -254,4 +291,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                       api_name="sessions_import", **quiet)   # a refusal is the toast alone, no badge per output
     replay_btn.click(play_again, [replay_trace, pace], [replay_panel, replay_scrubber], api_visibility="private",
                      **quiet)
-    return {"refresh": (sessions.refresh, [kind, query], listing)}
+    opened.change(lambda c: (c or {}).get("title", ""), [opened], [title], api_visibility="private", **quiet)
+    renaming = ([picker, title, kind, query], [sessions_list, picker, status, transcript, opened])
+    rename_btn.click(sessions.rename, *renaming, api_name="sessions_rename", **quiet)
+    title.submit(sessions.rename, *renaming, api_visibility="private", **quiet)
+    return {"refresh": (sessions.refresh, [kind, query], listing), "continue": continue_btn, "opened": opened}

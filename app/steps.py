@@ -135,8 +135,11 @@ def steps_html(steps: list[Step]) -> str:
     for i, step in enumerate(steps, 1):
         response = "—" if step.observation is None else short(step.observation)
         nfe = step.result.stats.nfe if step.result else "–"
+        generated = short(step.raw_text)
+        if step.result is not None and step.result.stats.stop_reason == "cancelled":
+            generated += " ✂ cut off by Stop (not written to the end)"
         rows.append(Markup("<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td>"
-                           "<td>{:.2f} s · NFE {}</td></tr>").format(i, short(step.raw_text), parsed_result(step),
+                           "<td>{:.2f} s · NFE {}</td></tr>").format(i, generated, parsed_result(step),
                                                                       response, step.seconds, nfe))
     head = Markup("<tr><th>#</th><th>generated</th><th>parsed</th><th>tool response</th><th>cost</th></tr>")
     return str(Markup('<table class="dp-table dp-steps">{}{}</table>').format(head, Markup("").join(rows)))

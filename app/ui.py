@@ -9,25 +9,48 @@ from typing import Any
 import gradio as gr
 
 from . import agent_tab, chat, compare, models_tab, sessions_tab
+from .chat_turn import EMPTY_PANEL
 from .css import CSS
 from .live import markdown_safe
+from .messages import user_error
+from .page_script import page_js
+from .resume import CannotResume, resume
 from .state import AppContext
 
 INTRO = ("# Diffusion Playground\nWatch a diffusion language model decide its answer, round by round: "
          "masked cells turn into tokens, several per forward.")
 
 
+RESUME_OUTPUTS = ("chatbot", "history", "conversation_id", "world", "versions", "trace", "model", "system", "status",
+                  "version", "versions_row", "panel")
+
+
+def continue_in_chat(conversation: dict[str, Any] | None) -> tuple:
+    """Sessions' "Continue in Chat": the stored chat in the Chat tab (RESUME_OUTPUTS), then that tab shown.
+    The next message is stored in the same conversation."""
+    try:
+        state = resume(conversation)
+    except CannotResume as exc:
+        raise user_error(str(exc)) from None
+    note = (f"Continuing conversation #{state['conversation_id']} with {markdown_safe(state['model'] or 'its model')}: "
+            "the next message is stored in it.")
+    return (state["chatbot"], state["history"], state["conversation_id"], state["world"], None, None,
+            state["model"] or gr.skip(), state["system"], note, "", gr.Row(visible=False), EMPTY_PANEL,
+            gr.Tabs(selected="chat"))
+
+
 def launch_kwargs() -> dict[str, Any]:
-    """What Gradio 6 takes at launch() rather than Blocks(): the CSS; no analytics, no share link."""
-    return {"css": CSS, "share": False, "ssr_mode": False}
+    """What Gradio 6 takes at launch() rather than Blocks(): the CSS, the page script (labels and
+    live regions, app/page_script.py); no analytics, no share link."""
+    return {"css": CSS, "js": page_js(), "share": False, "ssr_mode": False}
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
     with gr.Blocks(title="Diffusion Playground", analytics_enabled=False) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(INTRO, elem_id="intro")
         gr.Markdown("\n\n".join(f"⚠️ {markdown_safe(n)}" for n in ctx.notices), visible=bool(ctx.notices),
                     elem_id="notices", elem_classes=["dp-notice"])
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
                 chat_parts = chat.build(ctx)
             with gr.Tab("Compare", id="compare"):
@@ -39,6 +62,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Models", id="models"):
                 models_tab.build(ctx, [chat_parts["model"], compare_parts["diffusion"], compare_parts["baseline"],
                                        agent_parts["model"]])
+        chat_resume = [chat_parts[name] for name in RESUME_OUTPUTS]
+        sessions_parts["continue"].click(continue_in_chat, [sessions_parts["opened"]], [*chat_resume, tabs],
+                                         api_visibility="private", show_progress="hidden")
         refresh, inputs, outputs = sessions_parts["refresh"]
         sessions.select(refresh, inputs, outputs, api_visibility="private", show_progress="hidden")
         demo.load(refresh, inputs, outputs, api_visibility="private")

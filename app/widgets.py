@@ -5,6 +5,7 @@ one mapping plus the Stop key of the browser session."""
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,9 +19,16 @@ GENERATE = {"concurrency_id": "generate", "concurrency_limit": 1, "show_progress
 QUIET = {"show_progress": "hidden"}
 
 
+# A picker narrower than this wraps onto its own row: at a phone's width two side by side cut
+# their text ("sprout-bd (diffusio").
+PICKER_MIN_WIDTH = 300
+# Two plots side by side below this width are unreadable (ticks pile up): each takes its own row.
+PLOT_MIN_WIDTH = 380
+
+
 def model_picker(choices: list[tuple[str, str]], value: str, label: str, elem_id: str) -> gr.Dropdown:
     return gr.Dropdown(choices=choices, value=value, label=label, allow_custom_value=True, elem_id=elem_id,
-                       info="A preset, a folder under models/, or a path.")
+                       info="A preset, a folder under models/, or a path.", min_width=PICKER_MIN_WIDTH)
 
 
 def _slider(name: str, label: str, value: Any, **kw: Any) -> gr.Slider:
@@ -91,12 +99,18 @@ def stopper(board: Any, tab: str) -> Callable[..., None]:
     return stop
 
 
-def card_examples(prefix: str, card: Card) -> tuple[gr.Markdown, gr.Dataset]:
-    """The model's capability card and its example prompts (click one to use it), above an input."""
-    markdown = gr.Markdown(card_markdown(card), elem_id=f"{prefix}-card", elem_classes=["dp-card"])
+def examples_label(fills: str, sends: str) -> str:
+    """What a click on an example does, said where the examples are: it fills a box, it sends nothing."""
+    return f"Examples this model handles: a click puts one in the {fills} ({sends} runs it)"
+
+
+def card_examples(prefix: str, card: Card, fills: str = "prompt box", sends: str = "the button"
+                  ) -> tuple[gr.Markdown, gr.Dataset]:
+    """The model's example prompts (a click fills the `fills` box; the label says so), then its
+    capability card."""
     examples = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[p] for p in card.prompts],
-                          label="Examples this model handles (click one)", elem_id=f"{prefix}-examples",
-                          samples_per_page=6)
+                          label=examples_label(fills, sends), elem_id=f"{prefix}-examples", samples_per_page=6)
+    markdown = gr.Markdown(card_markdown(card), elem_id=f"{prefix}-card", elem_classes=["dp-card"])
     return markdown, examples
 
 
@@ -104,3 +118,8 @@ def card_update(ctx: Any, name: str) -> tuple[str, Any]:
     """The card and examples of the model just picked."""
     card = card_for(name, ctx.registry.listing())
     return card_markdown(card), gr.update(samples=[[p] for p in card.prompts])
+
+
+def focus_js(selector: str) -> str:
+    """A page-side event step that puts the cursor in the element `selector` (an example's box)."""
+    return f"() => {{ document.querySelector({json.dumps(selector)})?.focus(); }}"

@@ -75,9 +75,8 @@ def main() -> int:
         expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=120_000)
         expect(page.locator(".js-plotly-plot").nth(1)).to_be_visible(timeout=60_000)
         page.wait_for_timeout(1500)
-        # the conversation and the live panel side by side: scroll to just above the panel
-        top = page.locator("#live-panel").evaluate("e => e.getBoundingClientRect().top + window.scrollY")
-        page.evaluate("y => window.scrollTo(0, y)", max(0, top - 40))
+        # the first screen as a person sees it: the conversation, the message box and the live panel
+        page.evaluate("() => window.scrollTo(0, 0)")
         page.wait_for_timeout(300)
         page.screenshot(path=args.out)
         browser.close()

@@ -23,6 +23,23 @@ def integer_axis(largest: float, start: int = 0) -> dict:
     return {"tickmode": "linear", "tick0": start, "dtick": max(1, -(-span // 10)), "tickformat": "d"}
 
 
+# Transparent paper and plot area: a figure sits on the page's own background, white or dark (the
+# page's CSS turns its text light in dark mode); grey lines read on both.
+THEME = {"paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)"}
+LINES = {"gridcolor": "rgba(127,127,127,0.25)", "zerolinecolor": "rgba(127,127,127,0.4)"}
+# The legend in its own row above the plot area, under the title: below it, it sat on the x-axis title.
+LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0}
+LEGEND_MARGIN = {"l": 50, "r": 20, "t": 78, "b": 46}
+
+
+def themed(fig: go.Figure) -> go.Figure:
+    """The figure on a transparent background with grey grid lines (both themes)."""
+    fig.update_layout(**THEME)
+    fig.update_xaxes(**LINES)
+    fig.update_yaxes(**LINES)
+    return fig
+
+
 def _ends(frames: Sequence[Frame], ends: Ends | None) -> Ends:
     # Without named end ids nothing is left out (an AR or hand-made trace without EOS).
     return ends if ends is not None else Ends(frozenset(), None, None)
@@ -78,7 +95,7 @@ def decision_heatmap(
         yaxis={"autorange": "reversed", **integer_axis(rows, 1)}, xaxis=integer_axis(gen_length - 1),
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
     )
-    return fig
+    return themed(fig)
 
 
 def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
@@ -136,9 +153,9 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go
         yaxis_title="answer tokens",
         xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max([*totals, *edits], default=1)),
         barmode="stack",
-        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
+        margin=LEGEND_MARGIN, height=320, legend=LEGEND,
     )
-    return fig
+    return themed(fig)
 
 
 def _cumulative(frames: Sequence[Frame], ends: Ends) -> tuple[list[float], list[int]]:
@@ -174,6 +191,6 @@ def race_plot(
         title={"text": "Answer tokens over model time"}, xaxis_title=f"{LABELS['seconds']} (s)",
         yaxis_title="answer tokens (decided or pre-filled)" if scaffolded else "answer tokens decided",
         yaxis=integer_axis(top),
-        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=280, legend={"orientation": "h", "y": -0.25},
+        margin=LEGEND_MARGIN, height=320, legend=LEGEND,
     )
-    return fig
+    return themed(fig)

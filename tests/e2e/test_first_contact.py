@@ -315,7 +315,7 @@ def test_a_document_step_shows_what_it_parsed_to(browser, tmp_path):
         page = open_page(browser, url, "Agent")
         page.locator("#agent-settings").get_by_text("Generation settings").first.click()
         set_number(page, "#agent-gen-length", "256")
-        choose(page, "#agent-task", re.compile("doc_html"))
+        choose(page, "#agent-task", re.compile(r"\(document: html\)"))
         page.locator("#run-agent").click()
         steps = page.locator("#agent-step-list")
         expect(steps).to_contain_text("text answer: an HTML page", timeout=60_000)
