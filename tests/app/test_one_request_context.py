@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.worlds import model_context
-from engine.backends.base import BackendError
+from engine.backends.base import BackendError, Capabilities
 from engine.backends.sprout import declared_context, load
 
 SYSTEM = {"role": "system", "content": "Be brief."}
@@ -35,7 +35,7 @@ def test_a_one_request_model_reads_the_system_text_and_the_latest_request():
 
 def test_other_models_read_the_whole_conversation():
     messages = [SYSTEM, *EARLIER, LATEST]
-    assert model_context(SimpleNamespace(), messages) == messages
+    assert model_context(Capabilities(), messages) == messages                  # the default
     assert model_context(SimpleNamespace(one_request_per_chat=False), messages) == messages
 
 
