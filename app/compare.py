@@ -70,7 +70,8 @@ class Racer:
                  prompt: str) -> None:
         self.name, self.backend, self.config, self.prompt = name, backend, config, prompt
         world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
-        self.events = act_steps(backend, world, model_context(backend, messages), config,
+        context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
+        self.events = act_steps(backend, world, context, config,
                                 max_steps=MAX_TOOL_STEPS, text_answers=True)
         self.decided: list[Frame] = []           # worker: frames of the generation in progress
         self.steps: list[Step] = []              # worker: finished generations, in order

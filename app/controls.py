@@ -35,8 +35,9 @@ INFO = {
     "top_p": "Sample only from the likeliest tokens whose probabilities add up to p (1 = all). Needs temperature > 0.",
     "top_k": "Sample only from the k likeliest tokens (0 = off). Needs temperature > 0.",
     "seed": "Seeds the sampling noise and random_order, so a run can be repeated exactly.",
-    "pace_ms": "Playback pace: how long each round stays on screen (0 = as fast as it computes). It changes what "
-               "you see, never the measured times.",
+    "pace_ms": "Playback pace: how long each drawn state stays on screen (0 = as fast as it computes). A forward "
+               "that decided many tokens is drawn in labelled parts, surest first. It changes what you see and the "
+               "wall time, not the model time: the page never draws while a forward runs.",
 }
 # The order of the returned mapping (and so of a run's API inputs), whatever the layout.
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
@@ -45,6 +46,17 @@ SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
              "every round of every block is a frame.")
+
+
+WATCHING = (
+    "**Watching it**: the panel draws each forward at the playback pace. When one forward decided many tokens "
+    "of its block, it is drawn in parts of at most four tokens, surest first, labelled *part i/n of one forward*: "
+    "a part is not a round, the model made those decisions at once. The model computes ahead while you watch "
+    "(never while the page draws, so the display cannot slow its clock); once it is done, the panel says "
+    "*replay* until it has shown the last forward. Every line of numbers says what it covers: *this generation* "
+    "(one reply of the model), *this turn* (a chat answer with its tool calls, each a generation) or *this "
+    "episode* (an agent run)."
+)
 
 
 def show_every_round(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,7 +77,7 @@ def how_it_works() -> str:
         "block is done when no mask is left, and the next block starts from it. **Steps** is how many rounds "
         "a block may take. More tokens per round means fewer forwards (faster), at some risk to quality.\n\n"
         f"**Samplers** (what each commits per round):\n{rules}\n\n"
-        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n**The numbers**:\n{numbers}"
+        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n{WATCHING}\n\n**The numbers**:\n{numbers}"
     )
 
 
@@ -114,7 +126,8 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
             controls["top_p"] = _slider("top_p", "Top-p", defaults.get("top_p", 1.0), prefix)
             controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
     with gr.Row():
-        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per round)", defaults.get("pace_ms", 0), prefix)
+        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
+                                      prefix)
         if with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")
