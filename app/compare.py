@@ -82,6 +82,7 @@ class Racer:
         self.shown: list[Step] = []              # steps the display has reached
         self.pending = False                     # frames read for a generation not finished yet
         self.finished = False                    # the display has reached the end of this side
+        self.cut = False                         # Stop came before this side's turn was over
 
     @property
     def running(self) -> bool:
@@ -109,6 +110,7 @@ class Racer:
     def stop(self) -> None:
         """Stopped: the generation in progress ends as a cancelled step."""
         self.events.close()
+        self.cut = self.cut or not self.over
         if not self.over and self.decided:
             seconds = self.decided[-1].elapsed_s
             partial = summarize(self.backend, list(self.decided), seconds, "cancelled", self.config.gen_length)
@@ -161,7 +163,7 @@ def stats_table(racers: list[Racer], stopped: bool = False) -> str:
         shown, count = racer.turn_numbers(stopped)
         values = formatted(shown)
         cells = [values[k] for k in TABLE_NUMBERS]
-        state = "finished" if racer.finished else "running"
+        state = "stopped" if racer.cut else "finished" if racer.finished else "running"
         rows.append(Markup('<tr data-side-state="{}"><th>{}<br><small>{} · {}</small></th>{}</tr>').format(
             state, racer.name, scope_label("turn", count), state,
             Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
@@ -247,7 +249,8 @@ class CompareHandlers:
                     racer.read_step(event.value)
                 elif event.kind == "lane_done":
                     racer.finished = True           # this side is done the moment its end is shown
-                    yield *self._panels(run, racers), stats_table(racers), gr.skip(), gr.skip()
+                    if not run.stop_requested:
+                        yield *self._panels(run, racers), stats_table(racers), gr.skip(), gr.skip()
                 elif event.kind == "stopped":
                     break
         except GeneratorExit:
@@ -265,7 +268,8 @@ class CompareHandlers:
         else:
             (first, first_count), (second, second_count) = (racer.turn_numbers() for racer in racers)
             speedup = f"{second.seconds / first.seconds:.2f}x" if first.seconds > 0 else "–"
-            status = (f"{scope_label('turn')}: {racers[0].name} took {first.seconds:.3f} s of model time "
+            status = ("Stopped the replay: both turns were already complete. " if run.stop_requested else "")
+            status += (f"{scope_label('turn')}: {racers[0].name} took {first.seconds:.3f} s of model time "
                       f"({first_count} generation(s)), {racers[1].name} {second.seconds:.3f} s "
                       f"({second_count}) ({speedup} as fast).")
         if saved is not None:
