@@ -68,7 +68,7 @@ def transcript_html(conversation: dict[str, Any]) -> str:
             notes.append(turn["model"])
         if turn["generation"] is not None:
             numbers = turn["generation"].stats
-            notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
+            notes.append(summary_line(numbers, "generation"))          # the labels every view uses (engine/metrics.py)
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
             c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(

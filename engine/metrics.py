@@ -14,9 +14,9 @@ everywhere.
 - first answer token: model time when the first answer token was committed.
 - tokens per forward = answer tokens / forwards; tokens/s = answer tokens / model time.
 
-Every line of numbers says what it covers (SCOPES): one generation (one model reply), a turn
-(a chat answer: its tool calls and its answer, each a generation), an agent episode, or one API
-call; `summary_line(stats, scope)` writes the scope first, one way everywhere.
+Every line of numbers says what it covers (SCOPES): one generation (one model reply: a tool
+call or an answer), a turn (a chat answer: its tool calls and its answer, each a generation), or
+an agent episode; `summary_line(stats, scope)` writes the scope first, one way everywhere.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ SCOPES = {
     "generation": "this generation",      # one model reply: one call of engine.generate
     "turn": "this turn",                  # a chat answer or a Compare race: every generation of it
     "episode": "this episode",            # an agent run: every step
-    "call": "this call",                  # one /v1 request
 }
 # One sentence each, for tooltips, info lines and the docs.
 MEANINGS = {
