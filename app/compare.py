@@ -212,11 +212,12 @@ class CompareHandlers:
 
     @staticmethod
     def _panels(run: Run, racers: list[Racer], lane: int = -1, part: tuple[int, int] | None = None) -> list[str]:
-        """Both panels: a finished side as finished, the others live or replay (app/runs.py `mode`)."""
+        """Both panels: a side Stop cut as stopped, a finished one as finished, the others live or
+        replay (app/runs.py `mode`)."""
         out = []
         for index, racer in enumerate(racers):
             racer.view.generations = len(racer.shown) if racer.finished else 0
-            mode = "done" if racer.finished else run.mode(index)
+            mode = "stopped" if racer.cut else "done" if racer.finished else run.mode(index)
             out.append(racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index)))
         return out
 
