@@ -16,7 +16,8 @@ import gradio as gr
 
 from engine.metrics import combined, summary_line
 from engine.result import summarize
-from engine.trace import ConfigError, GenerationConfig
+from engine.trace import ConfigError, GenerationConfig, block_size_of
+from visualizer.parts import part_count
 from world.agent import DEFAULT_MAX_STEPS, Step, run_episode
 from world.state import world_for
 from world.tasks import load_heldout_tasks, make_task
@@ -145,7 +146,10 @@ class AgentHandlers:
             raise user_error(str(exc)) from None
         try:
             with self.ctx.registry.using(model) as backend:
-                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second) as run:
+                mask_id = backend.mask_id if backend.kind == "diffusion" else None
+                size = block_size_of(mask_id, config.block_size)
+                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second,
+                         parts=lambda frame, _lane: part_count(frame, mask_id, config.gen_length, size)) as run:
                     yield from self._episode(run, backend, task, config, model, limit, graded)
         except gr.Error:
             raise
@@ -165,24 +169,27 @@ class AgentHandlers:
         try:
             for event in run.events():
                 if event.kind == "frame":
-                    if not pending:                   # a new tool call starts
-                        view = TraceView.for_run(backend, config, model, task["instruction"])
+                    if not pending and event.part == 1:   # a new tool call starts
+                        view = TraceView.for_run(backend, config, model, task["instruction"], generation=len(steps) + 1)
+                        view.within = "episode"
                         pending = True
-                    view.add(event.value, backend)
+                    if event.part == 1:
+                        view.add(event.value, backend)
                     if event.show:
-                        yield view.panel("live"), *([gr.skip()] * 5), f"Step {len(steps) + 1}: generating…"
+                        yield (view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
+                               *([gr.skip()] * 5), self._progress(run, len(steps) + 1, "generating"))
                 elif event.kind == "step":
                     steps.append(event.value)
                     if pending and view is not None and event.value.result is not None:
                         view.finish(event.value.result)
                     pending = False
                     yield (view.panel("done") if view else gr.skip(), steps_html(steps), world_view(task, steps),
-                           gr.skip(), gr.skip(), gr.skip(), f"Step {len(steps)} done.")
+                           gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"))
                 elif event.kind == "done":
                     transcript = event.value
         except GeneratorExit:
             for left in run.close():
-                if view is not None and pending:
+                if view is not None and pending and left.part == 1:
                     view.add(left.value, backend)
             if pending and view is not None and view.frames:
                 steps.append(stopped_step(backend, view))
@@ -199,6 +206,8 @@ class AgentHandlers:
         last = steps[-1].result if steps else None
         if transcript is not None and task.get("domain") == "document" and last is not None:
             files, preview = export_answer(self.ctx.export_dir, last, config, task["id"], task["instruction"], model)
+        if view is not None:
+            view.generations = sum(1 for step in steps if step.result is not None)
         if transcript is None:
             status = f"Stopped after {len(steps)} step(s)."
             panel = view.panel("stopped") if view else EMPTY_PANEL
@@ -209,12 +218,22 @@ class AgentHandlers:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
         yield panel, steps_html(steps), world_view(task, steps), verdict, preview, file_list(files), status
 
+    @staticmethod
+    def _progress(run: Run, step: int, doing: str) -> str:
+        """The status line while the episode is drawn: "generating" only while the model computes;
+        once the episode is over, the display replays it at the pace, and says so."""
+        if run.mode() == "replay":
+            what = "replaying its generation" if doing == "generating" else "done"
+            return f"Step {step}: {what} (replay: the episode has finished computing, shown at your pace)."
+        return f"Step {step}: generating…" if doing == "generating" else f"Step {step} done."
+
     def _verdict(self, transcript: Any, graded: bool, steps: list[Step], world: Any = None) -> str:
         if transcript is None:
             return "Stopped before the end."
         answer = markdown_safe(with_names(transcript.final_answer, world) if transcript.final_answer else "(no answer)")
         generated = [s.result.stats for s in steps if s.result is not None]
-        cost = f"{summary_line(combined(generated))} · {len(steps)} step(s)"   # engine/metrics.py, every generation
+        # engine/metrics.py, every generation of the episode
+        cost = f"{summary_line(combined(generated), 'episode', len(generated))} · {len(steps)} step(s)"
         if not graded:
             return f"**Answer:** {answer}\n\n({cost}; a typed instruction has no grader.)"
         if transcript.success:

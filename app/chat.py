@@ -250,6 +250,7 @@ class ChatHandlers:
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
             turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
+            run.parts = lambda frame, _lane: turn.part_count(frame)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
@@ -304,10 +305,12 @@ class ChatHandlers:
                 try:
                     for event in run.events():
                         if event.kind == "frame":
-                            turn.add(event.value)
+                            if event.part == 1:
+                                turn.add(event.value)
                             if event.show:
-                                yield updates(chatbot=turn.chatbot(), panel=turn.view.panel("live"),
-                                              trace=turn.view)
+                                yield updates(chatbot=turn.chatbot(), trace=turn.view,
+                                              panel=turn.view.panel(run.mode(), part=(event.part, event.parts),
+                                                                    behind=run.behind()))
                         elif event.kind == "step":
                             turn.step_done(event.value)
                             if not run.stop_requested:
@@ -316,7 +319,8 @@ class ChatHandlers:
                             ended = event
                 except GeneratorExit:
                     for event in run.close():
-                        turn.add(event.value)
+                        if event.part == 1:
+                            turn.add(event.value)
                     turn.stop()
                     self._save(turn, conversation_id, spec, system)
                     raise

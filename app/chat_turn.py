@@ -9,7 +9,8 @@ from typing import Any
 
 from engine.metrics import combined, summary_line
 from engine.result import summarize
-from engine.trace import GenerationConfig
+from engine.trace import GenerationConfig, block_size_of
+from visualizer.parts import part_count
 from world.agent import Step
 from world.format import EOS, render_call
 from world.tools import FINISH
@@ -41,9 +42,16 @@ class ChatTurn:
 
     def add(self, frame: Any) -> None:
         if not self.pending:                      # the first forward of the next reply
-            self.view = TraceView.for_run(self.backend, self.config, self.model, self.message)
+            self.view = TraceView.for_run(self.backend, self.config, self.model, self.message,
+                                          generation=len(self.steps) + 1)
             self.pending = True
         self.view.add(frame, self.backend)
+
+    def part_count(self, frame: Any) -> int:
+        """In how many parts a paced display draws this forward (visualizer/parts.py)."""
+        diffusion = getattr(self.backend, "kind", "") == "diffusion"
+        mask_id = self.backend.mask_id if diffusion else None
+        return part_count(frame, mask_id, self.config.gen_length, block_size_of(mask_id, self.config.block_size))
 
     def step_done(self, step: Step) -> None:
         self.steps.append(step)
@@ -109,6 +117,7 @@ class ChatTurn:
     def final_panel(self) -> str:
         if not self.view.frames:
             return EMPTY_PANEL
+        self.view.generations = sum(1 for step in self.steps if step.result is not None)
         return self.view.panel("stopped" if self.stopped else "done")
 
     def status(self, config: GenerationConfig, conversation_id: int | None, stop_requested: bool) -> str:
@@ -119,7 +128,7 @@ class ChatTurn:
         generated = [step.result.stats for step in self.steps if step.result is not None]
         if generated:   # the whole answer, every generation of it; wall time = what the person waited
             numbers = combined(generated, wall_s=time.perf_counter() - self.run.started)
-            parts.append(summary_line(numbers) + (f" · {len(generated)} generations" if len(generated) > 1 else ""))
+            parts.append(summary_line(numbers, scope="turn", generations=len(generated)))
         answered = [step.result for step in self.steps
                     if step.result is not None and step.result.stats.stop_reason != "cancelled"]
         if self.structured and answered:          # the engine's check of the answer against the schema

@@ -1,17 +1,20 @@
-"""The Compare tab: one prompt to a diffusion model and an AR baseline, streamed side by side.
+"""The Compare tab: one prompt to a diffusion model and an AR baseline, raced side by side over
+the whole turn: each side runs the Chat tab's agent loop (world.agent.act_steps) in a world of
+its own, every tool call and the answer, each a generation.
 
 Fairness: both runs happen in ONE worker thread, interleaved: one forward of the diffusion model,
-then one forward of the AR model, and so on until both are done. They never compute at the same
-time, so neither slows the other down by sharing cores or the GPU, and each model's clock counts
-only the time spent inside its own forwards (its frames' elapsed_s are rewritten to that clock).
-The two answers are stored together as one "compare" conversation. The race computes in the
-run path's worker (app/runs.py); the handler draws both sides at the chosen pace.
+then one forward of the AR model, and so on until both are done (a side's tool call and its next
+prompt run in its turn, before its next forward). They never compute at the same time, so
+neither slows the other down by sharing cores or the GPU, and each generation's clock counts only
+its own forwards (engine/metrics.py `ModelClock`: the clock is paused while the other side runs).
+A side's numbers are its turn's generations added up (engine.metrics.combined). The race
+computes in the run path's worker (app/runs.py); the handler draws both sides at the chosen pace,
+and a side is marked finished as soon as the display has shown its last frame. The two turns are
+stored together as one "compare" conversation.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Generator, Mapping
 from contextlib import ExitStack
 from typing import Any
@@ -19,12 +22,12 @@ from typing import Any
 import gradio as gr
 from markupsafe import Markup
 
-from engine.generate import generate
-from engine.metrics import LABELS, Ends, formatted, numbers
+from engine.metrics import LABELS, Ends, combined, formatted, numbers, scope_label
 from engine.result import summarize
-from engine.trace import ConfigError, GenerationConfig, Result
-from visualizer import race_plot
-from world.format import TOOL_CALLS
+from engine.trace import ConfigError, Frame, GenerationConfig, block_size_of
+from visualizer import turn_race_plot
+from visualizer.parts import part_count
+from world.agent import Step, act_steps
 
 from .cards import card_for
 from .chat import EMPTY_PANEL, failure
@@ -33,6 +36,7 @@ from .messages import user_error
 from .runs import Exchange, Run, Turn, save, title_of
 from .settings import DEFAULTS, config_from_settings
 from .state import AppContext
+from .steps import step_turns
 from .widgets import (
     GENERATE,
     QUIET,
@@ -43,52 +47,101 @@ from .widgets import (
     stopper,
     with_settings,
 )
+from .worlds import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 
 COMPARE_OUTPUTS = ("panel_diffusion", "panel_baseline", "table", "race", "status")
 SCAFFOLD_INFO = ("Both answers are one tool call whose fixed text (tags, keys, quotes, braces) is known in advance: "
                  "the diffusion model finds it pre-filled and decodes only the values; the AR baseline appends each "
                  "known run in one forward (jump-forward) and decodes the values token by token. Like with like.")
 FAIRNESS_NOTE = (
-    "**How the race shares the machine:** both models run in one worker thread, *interleaved*: one forward "
-    "of the diffusion model, then one forward of the AR baseline, in turn, until both finish. They never "
-    "compute at the same time, so neither steals cores or GPU time from the other, and each model's clock "
-    "counts only its own forwards. Model time, first answer token and tokens/s below are those per-model clocks."
+    "**How the race shares the machine:** both models run the whole turn (every tool call, then the answer) in "
+    "one worker thread, *interleaved*: one forward of the diffusion model, then one forward of the AR baseline, "
+    "in turn, until both finish. They never compute at the same time, so neither steals cores or GPU time from "
+    "the other, and each model's clock counts only its own forwards. The numbers below are each side's whole "
+    "turn (its generations added up); a side is marked finished once its last forward has been shown."
 )
 
 
 class Racer:
-    """One side of the race: its generator and its own clock (worker side), its view (handler side)."""
+    """One side of the race: its whole turn stepped one forward at a time (worker side) and what
+    the display has read of it (handler side)."""
 
-    def __init__(self, name: str, backend: Any, frames: Generator, view: TraceView) -> None:
-        self.name, self.backend, self.frames, self.view = name, backend, frames, view
-        self.decided: list = []                  # the frames as the worker produced them
-        self.own_s = 0.0
-        self.result: Result | None = None
+    def __init__(self, name: str, backend: Any, messages: list[dict[str, str]], config: GenerationConfig,
+                 prompt: str) -> None:
+        self.name, self.backend, self.config, self.prompt = name, backend, config, prompt
+        world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
+        context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
+        self.events = act_steps(backend, world, context, config,
+                                max_steps=MAX_TOOL_STEPS, text_answers=True)
+        self.decided: list[Frame] = []           # worker: frames of the generation in progress
+        self.steps: list[Step] = []              # worker: finished generations, in order
+        self.answer: str | None = None
+        self.over = False
+        # the handler's side
+        self.view = TraceView.for_run(backend, config, name, prompt, generation=1)
+        self.shown: list[Step] = []              # steps the display has reached
+        self.pending = False                     # frames read for a generation not finished yet
+        self.finished = False                    # the display has reached the end of this side
+        self.cut = False                         # Stop came before this side's turn was over
 
     @property
     def running(self) -> bool:
-        return self.result is None
+        return not self.over
 
-    def step(self) -> Any:
-        """One forward, timed on this model's clock; the frame, or None once the answer is complete."""
-        started = time.perf_counter()
-        try:
-            frame = next(self.frames)
-        except StopIteration as done:
-            self.own_s += time.perf_counter() - started
-            stop_reason = done.value.stats.stop_reason if done.value is not None else "length"
-            self.result = summarize(self.backend, self.decided, self.own_s, stop_reason, self.view.gen_length)
-            return None
-        self.own_s += time.perf_counter() - started
-        frame = dataclasses.replace(frame, elapsed_s=self.own_s)
-        self.decided.append(frame)
-        return frame
+    def step(self) -> tuple[list[Step], Frame | None]:
+        """Advance to this side's next forward: (generations finished on the way, the frame), the
+        frame None once the turn is over."""
+        finished = []
+        while True:
+            try:
+                item = next(self.events)
+            except StopIteration as done:
+                self.answer = (done.value or (None, ""))[0]
+                self.over = True
+                return finished, None
+            if isinstance(item, Step):
+                self.steps.append(item)
+                self.decided = []
+                finished.append(item)
+                continue
+            self.decided.append(item)
+            return finished, item
 
-    def stop(self) -> Result:
-        self.frames.close()
-        if self.result is None:
-            self.result = summarize(self.backend, self.decided, self.own_s, "cancelled", self.view.gen_length)
-        return self.result
+    def stop(self) -> None:
+        """Stopped: the generation in progress ends as a cancelled step."""
+        self.events.close()
+        self.cut = self.cut or not self.over
+        if not self.over and self.decided:
+            seconds = self.decided[-1].elapsed_s
+            partial = summarize(self.backend, list(self.decided), seconds, "cancelled", self.config.gen_length)
+            self.steps.append(Step(partial.text, None, None, None, partial, seconds))
+        self.decided, self.over = [], True
+
+    # -- the handler's side -------------------------------------------------------------------
+    def read_frame(self, frame: Frame) -> None:
+        if not self.pending:
+            self.view = TraceView.for_run(self.backend, self.config, self.name, self.prompt,
+                                          generation=len(self.shown) + 1)
+            self.pending = True
+        self.view.add(frame, self.backend)
+
+    def read_step(self, step: Step) -> None:
+        self.shown.append(step)
+        if self.pending and step.result is not None:
+            self.view.finish(step.result)
+        self.pending = False
+
+    def turn_numbers(self, stopped: bool = False) -> Any:
+        """This side's turn so far (engine.metrics.combined): the generations shown, and the one in progress."""
+        parts = [s.result.stats for s in self.shown if s.result is not None]
+        if self.pending and self.view.frames:
+            parts.append(numbers(self.view.frames, self.view.ends or Ends.of(self.backend),
+                                 "stopped" if stopped else "running"))
+        return combined(parts), len(parts)
+
+    def part_count(self, frame: Frame) -> int:
+        return part_count(frame, self.view.mask_id, self.config.gen_length,
+                          block_size_of(self.view.mask_id, self.config.block_size))
 
 
 def encode_prompt(backend: Any, messages: list[dict[str, str]]) -> list[int]:
@@ -103,21 +156,22 @@ TABLE_NUMBERS = ("seconds", "first_token_s", "nfe", "new_tokens", "tokens_per_fo
 
 
 def stats_table(racers: list[Racer], stopped: bool = False) -> str:
-    """Per model, the numbers of engine/metrics.py under its labels (live: from the frames so far)."""
+    """Per model, the numbers of its whole turn (engine/metrics.py, under its labels; live: the
+    frames shown so far), each row saying what it covers."""
     rows = []
     for racer in racers:
-        if racer.result is not None:
-            shown = racer.result.stats
-        else:
-            shown = numbers(racer.view.frames, racer.view.ends or Ends.of(racer.backend),
-                            "stopped" if stopped else "running")
+        shown, count = racer.turn_numbers(stopped)
         values = formatted(shown)
         cells = [values[k] for k in TABLE_NUMBERS]
-        rows.append(Markup("<tr><th>{}</th>{}</tr>").format(
-            racer.name, Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
+        state = "stopped" if racer.cut else "finished" if racer.finished else "running"
+        rows.append(Markup('<tr data-side-state="{}"><th>{}<br><small>{} · {}</small></th>{}</tr>').format(
+            state, racer.name, scope_label("turn", count), state,
+            Markup("").join(Markup("<td>{}</td>").format(c) for c in cells)))
     head = ("model", *(LABELS[k] for k in TABLE_NUMBERS))
     header = Markup("").join(Markup("<th>{}</th>").format(h) for h in head)
-    return str(Markup('<table class="dp-table"><tr>{}</tr>{}</table>').format(header, Markup("").join(rows)))
+    caption = Markup("<caption>Each model's whole turn: its tool calls and its answer, added up</caption>")
+    return str(Markup('<table class="dp-table">{}<tr>{}</tr>{}</table>').format(
+        caption, header, Markup("").join(rows)))
 
 
 class CompareHandlers:
@@ -146,15 +200,26 @@ class CompareHandlers:
                 messages = [{"role": "user", "content": prompt}]
                 racers = []
                 for name in names:
-                    backend = backends[name]
-                    frames = generate(backend, encode_prompt(backend, messages), config, TOOL_CALLS)
-                    racers.append(Racer(name, backend, frames, TraceView.for_run(backend, config, name, prompt)))
-                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second) as run:
+                    encode_prompt(backends[name], messages)      # a prompt its tokenizer cannot read: a sentence
+                    racers.append(Racer(name, backends[name], messages, config, prompt))
+                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second,
+                         parts=lambda frame, lane: racers[lane].part_count(frame)) as run:
                     yield from self._race(run, racers, config, prompt)
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001
             raise failure(exc) from None
+
+    @staticmethod
+    def _panels(run: Run, racers: list[Racer], lane: int = -1, part: tuple[int, int] | None = None) -> list[str]:
+        """Both panels: a side Stop cut as stopped, a finished one as finished, the others live or
+        replay (app/runs.py `mode`)."""
+        out = []
+        for index, racer in enumerate(racers):
+            racer.view.generations = len(racer.shown) if racer.finished else 0
+            mode = "stopped" if racer.cut else "done" if racer.finished else run.mode(index)
+            out.append(racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index)))
+        return out
 
     def _race(self, run: Run, racers: list[Racer], config: GenerationConfig, prompt: str
               ) -> Generator[tuple, None, None]:
@@ -162,19 +227,31 @@ class CompareHandlers:
             while any(racer.running for racer in racers):
                 for lane, racer in enumerate(racers):   # interleaved: one forward each, in turn
                     if racer.running:
-                        frame = racer.step()
+                        steps, frame = racer.step()
+                        for step in steps:
+                            run.put("step", step, lane)
                         if frame is not None:
                             run.frame(frame, lane)
+                        else:
+                            run.end_lane(lane)
 
         run.start(work, name="compare-race")
         yield EMPTY_PANEL, EMPTY_PANEL, "", None, "Racing…"        # the last race's results go at once
         try:
             for event in run.events():
+                racer = racers[event.lane]
                 if event.kind == "frame":
-                    racers[event.lane].view.add(event.value, racers[event.lane].backend)
+                    if event.part == 1:
+                        racer.read_frame(event.value)
                     if event.show:
-                        yield (racers[0].view.panel("live"), racers[1].view.panel("live"), stats_table(racers),
-                               gr.skip(), gr.skip())
+                        yield (*self._panels(run, racers, event.lane, (event.part, event.parts)),
+                               stats_table(racers), gr.skip(), gr.skip())
+                elif event.kind == "step":
+                    racer.read_step(event.value)
+                elif event.kind == "lane_done":
+                    racer.finished = True           # this side is done the moment its end is shown
+                    if not run.stop_requested:
+                        yield *self._panels(run, racers), stats_table(racers), gr.skip(), gr.skip()
                 elif event.kind == "stopped":
                     break
         except GeneratorExit:
@@ -184,45 +261,53 @@ class CompareHandlers:
             raise
         finally:
             run.close()
-        stopped = any(r.result is None or r.result.stats.stop_reason == "cancelled" for r in racers)
+        stopped = any(not r.finished for r in racers)
         self._finish(racers, stopped)
         saved = self._save(racers, config, prompt)
-        mode = "stopped" if stopped else "done"
         if stopped:
             status = "Stopped. What each model decided is kept (stored as stopped)."
         else:
-            first, second = (racer.result.stats for racer in racers)
+            (first, first_count), (second, second_count) = (racer.turn_numbers() for racer in racers)
             speedup = f"{second.seconds / first.seconds:.2f}x" if first.seconds > 0 else "–"
-            status = (f"{racers[0].name} took {first.seconds:.3f} s, {racers[1].name} {second.seconds:.3f} s "
-                      f"({speedup} as fast).")
+            status = ("Stopped the replay: both turns were already complete. " if run.stop_requested else "")
+            status += (f"{scope_label('turn')}: {racers[0].name} took {first.seconds:.3f} s of model time "
+                      f"({first_count} generation(s)), {racers[1].name} {second.seconds:.3f} s "
+                      f"({second_count}) ({speedup} as fast).")
         if saved is not None:
             status += f" Stored as comparison #{saved}."
-        panels = racers[0].view.panel(mode), racers[1].view.panel(mode), stats_table(racers)
+        panels = (*self._panels(run, racers), stats_table(racers, stopped))
         yield *panels, gr.skip(), status
         # then the plot: for a long answer it takes a while to build
-        yield *panels, race_plot(racers[0].view.frames, racers[1].view.frames, labels=(racers[0].name, racers[1].name),
-                                 ends=(racers[0].view.ends, racers[1].view.ends)), status
+        sides = [(racer.name, [(s.result.frames, ends_of(s.result, config)) for s in racer.shown
+                               if s.result is not None]) for racer in racers]
+        yield *panels, turn_race_plot(sides, scope=scope_label("turn")), status
 
     @staticmethod
     def _finish(racers: list[Racer], stopped: bool) -> None:
-        """Every side ends with a Result (cancelled when Stop came first), its view finished."""
+        """Every side ends with its steps read (a cancelled one where Stop came first), its view final."""
         for racer in racers:
-            if stopped or racer.result is None:
+            if stopped or racer.running:
                 racer.stop()
-            racer.view.finish(racer.result)
+            for step in racer.steps[len(racer.shown):]:
+                racer.read_step(step)
+            racer.finished = True
 
     def _save(self, racers: list[Racer], config: GenerationConfig, prompt: str) -> int | None:
-        """The pair as one conversation: the prompt, then each model's answer with its frames."""
-        if not any(r.decided for r in racers):
+        """The pair as one conversation: the prompt, then each model's turn with its frames."""
+        if not any(r.steps for r in racers):
             return None                               # stopped before the first forward: nothing to keep
         names = [r.name for r in racers]
         exchange = Exchange(
             "compare", title_of(prompt), f"{names[0]} vs {names[1]}",
             meta={"diffusion": names[0], "baseline": names[1], "config": config.to_dict(),
-                  "schedule": "interleaved: one forward each in turn, one thread, per-model clocks"},
-            turns=[Turn("user", prompt)] + [Turn("assistant", r.result.text, generation=r.result, config=config,
-                                                 model=r.name) for r in racers])
+                  "schedule": "interleaved: one forward each in turn, one thread, per-model clocks",
+                  "answers": {r.name: r.answer for r in racers}},
+            turns=[Turn("user", prompt)] + [t for r in racers for t in step_turns(r.steps, config, r.name)])
         return save(self.ctx, exchange, "This comparison")
+
+
+def ends_of(result: Any, config: GenerationConfig) -> Ends:
+    return Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, config.gen_length)
 
 
 # -- layout -----------------------------------------------------------------------------------

@@ -47,8 +47,9 @@ INFO = {
               "back and decode them again; cap = do so while it still has masks.",
     "remask_rounds": "Remasking: how many rounds per block may put tokens back (the budget; 0 = none).",
     "remask_count": "Remasking: how many of the block's least sure tokens go back in each such round.",
-    "pace_ms": "Playback pace: how long each round stays on screen (0 = as fast as it computes). It changes what "
-               "you see, never the measured times.",
+    "pace_ms": "Playback pace: how long each drawn state stays on screen (0 = as fast as it computes). A forward "
+               "that decided many tokens is drawn in labelled parts, surest first. It changes what you see and the "
+               "wall time, not the model time: the page never draws while a forward runs.",
 }
 # The order of the returned mapping (and so of a run's API inputs), whatever the layout.
 # Later additions go at the end, so a client that passes the earlier ones by position still works.
@@ -60,6 +61,17 @@ MODEL_DEFAULTS = "Model defaults"
 WATCH_IT_EDIT = "Watch it edit"
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
              "every round of every block is a frame.")
+
+
+WATCHING = (
+    "**Watching it**: the panel draws each forward at the playback pace. When one forward decided many tokens "
+    "of its block, it is drawn in parts of at most four tokens, surest first, labelled *part i/n of one forward*: "
+    "a part is not a round, the model made those decisions at once. The model computes ahead while you watch "
+    "(never while the page draws, so the display cannot slow its clock); once it is done, the panel says "
+    "*replay* until it has shown the last forward. Every line of numbers says what it covers: *this generation* "
+    "(one reply of the model), *this turn* (a chat answer with its tool calls, each a generation) or *this "
+    "episode* (an agent run)."
+)
 
 
 def show_every_round(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +119,7 @@ def how_it_works() -> str:
         f"{_EDITING_NOTE}\n\n"
         f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n"
         f"**{WATCH_IT_EDIT}** (preset): remasking on the bundled model (threshold 0.3 at temperature 1, loop, "
-        f"8 tokens back 4 times a block), slowed to 300 ms a round.\n\n**The numbers**:\n{numbers}"
+        f"8 tokens back 4 times a block), slowed to 300 ms a round.\n\n{WATCHING}\n\n**The numbers**:\n{numbers}"
     )
 
 
@@ -157,7 +169,8 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
             controls["top_p"] = _slider("top_p", "Top-p", defaults.get("top_p", 1.0), prefix)
             controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
     with gr.Row():
-        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per round)", defaults.get("pace_ms", 0), prefix)
+        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
+                                      prefix)
         if with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")

@@ -1,6 +1,12 @@
 """One generation as the UI sees it: frames arriving (live) or read back (replay), drawn as the
 token grid with a header of where the run stands. Also the escaping of model text for chat.
 
+The header's mode says what the person is looking at: "● live" while the model still computes
+(and how many forwards it is ahead of the display), "replay" once it is done and the display
+shows finished work at its pace, "finished" / "stopped" at the end. A forward drawn in parts
+(visualizer/parts.py) says "part i/n of one forward", never "round". The readout's numbers say
+their scope: this generation, and which generation of the turn it is (engine/metrics.py).
+
 Everything drawn here comes from frames through `visualizer.render_grid`, which escapes every
 token; the header holds numbers and our own words only.
 """
@@ -14,10 +20,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from engine.metrics import Ends
+from engine.metrics import Ends, scope_label
 from engine.trace import Frame, GenerationConfig, Result, Stats, block_size_of
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
+from visualizer.parts import forward_parts, part_count
 
 MODES = {"live": "● live", "done": "finished", "replay": "replay", "stopped": "stopped"}
 
@@ -40,15 +47,19 @@ class TraceView:
     prompt: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     ends: Ends | None = None         # EOS / pad / mask ids: what is not answer text (engine/metrics.py)
+    generation: int = 0              # which generation of its turn this is (1-based; 0 = the only one)
+    generations: int = 0             # how many the turn had, once it is over (0 = not known yet)
+    within: str = "turn"             # what the generations make up: a "turn", or an agent "episode"
 
     @classmethod
-    def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str) -> TraceView:
+    def for_run(cls, backend: Any, config: GenerationConfig, model: str, prompt: str, generation: int = 0
+                ) -> TraceView:
         diffusion = backend.kind == "diffusion"
         mask_id = backend.mask_id if diffusion else None
         return cls(frames=[], pieces={}, mask_id=mask_id,
                    gen_length=config.gen_length, block_size=block_size_of(mask_id, config.block_size),
                    steps=config.steps if diffusion else None, kind=backend.kind, config=config, model=model,
-                   prompt=prompt, ends=Ends.of(backend, config.gen_length))
+                   prompt=prompt, ends=Ends.of(backend, config.gen_length), generation=generation)
 
     @classmethod
     def from_result(cls, result: Result, config: GenerationConfig | dict[str, Any] | None, model: str = "",
@@ -86,28 +97,59 @@ class TraceView:
         return backend.decode(Ends.of(backend, self.gen_length).answer_ids(self.frames[-1].canvas))
 
     # -- drawing ------------------------------------------------------------------------------
-    def panel(self, mode: str = "live", upto: int | None = None) -> str:
-        """The header (where the run stands) and the token grid after frame `upto` (default: last)."""
+    def part_count(self, frame: Frame) -> int:
+        """In how many parts a paced display draws `frame` (visualizer/parts.py)."""
+        return part_count(frame, self.mask_id, self.gen_length, self.block_size)
+
+    def scope(self) -> str:
+        """What the readout's numbers cover: this generation, and its place in the turn."""
+        return scope_label("generation", index=self.generation, of=self.generations, within=self.within)
+
+    def panel(self, mode: str = "live", upto: int | None = None, part: tuple[int, int] | None = None,
+              behind: int = 0) -> str:
+        """The header (where the run stands) and the token grid after frame `upto` (default: last).
+        `part` = (i, n): the last frame drawn in n parts, up to part i. `behind`: frames the model
+        has computed that the display has not reached."""
         index = len(self.frames) - 1 if upto is None else max(0, min(int(upto), len(self.frames) - 1))
         frame = self.frames[index] if self.frames else None
         last = frame is not None and index == len(self.frames) - 1
-        grid = render_grid(self.frames, self.pieces, self.mask_id, self.gen_length, self.block_size,
-                           upto=index if self.frames else None, stats=self.stats if last else None, ends=self.ends)
-        return str(Markup('<div class="dp-panel" data-mode="{}">{}{}</div>').format(
-            mode, self._header(frame, index, mode), Markup(grid)))
+        frames = self.frames[: index + 1]
+        if frame is not None and part is not None and part[1] > 1 and part[0] < part[1]:
+            previous = frames[-2].canvas if len(frames) > 1 else None        # None: all masked before it
+            frames = [*frames[:-1], forward_parts(frame, previous, self.mask_id, self.gen_length,
+                                                  self.block_size)[part[0] - 1]]
+            last = False
+        grid = render_grid(frames, self.pieces, self.mask_id, self.gen_length, self.block_size,
+                           upto=len(frames) - 1 if frames else None, stats=self.stats if last else None,
+                           ends=self.ends, scope=self.scope())
+        head = self._header(frame, index, mode, part, behind)
+        return str(Markup('<div class="dp-panel" data-mode="{}" data-generation="{}" data-block="{}" '
+                          'data-part="{}">{}{}</div>').format(
+            mode, self.generation or 1, frame.block if frame is not None else -1,
+            f"{part[0]}/{part[1]}" if part else "1/1", head, Markup(grid)))
 
     def before_first_forward(self, mode: str = "replay") -> str:
         """Round 0 of a replay: the header and every cell still masked."""
-        grid = render_grid([], self.pieces, self.mask_id, self.gen_length, self.block_size, ends=self.ends)
-        return str(Markup('<div class="dp-panel" data-mode="{}">{}{}</div>').format(
-            mode, self._header(None, -1, mode), Markup(grid)))
+        grid = render_grid([], self.pieces, self.mask_id, self.gen_length, self.block_size, ends=self.ends,
+                           scope=self.scope())
+        return str(Markup('<div class="dp-panel" data-mode="{}" data-generation="{}" data-block="-1" '
+                          'data-part="1/1">{}{}</div>').format(mode, self.generation or 1,
+                                                               self._header(None, -1, mode), Markup(grid)))
 
-    def _header(self, frame: Frame | None, index: int, mode: str) -> Markup:
+    def _header(self, frame: Frame | None, index: int, mode: str, part: tuple[int, int] | None = None,
+                behind: int = 0) -> Markup:
         items = [MODES.get(mode, mode)]
+        if mode == "replay" and behind:
+            items.append(f"computing finished; {behind} more forward(s) to show")
+        elif mode == "live" and behind:
+            items.append(f"the model is {behind} forward(s) ahead")
         if frame is not None:
             blocks = max(1, -(-self.gen_length // self.block_size))
             if self.kind == "diffusion":
                 items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
+                if part is not None and part[1] > 1:
+                    # not a model round: one forward's decisions, drawn a few at a time
+                    items.append(f"part {part[0]}/{part[1]} of one forward (drawn in parts, surest first)")
             else:
                 # AR: the tokens written so far (one per forward, more where a scaffold jumps forward)
                 items.append(f"token {len(frame.canvas)}/{self.gen_length}")
@@ -121,10 +163,10 @@ class TraceView:
             Markup(" · ").join(items))
 
     def plots(self) -> tuple[Any, Any]:
-        """(when each token was decided, tokens committed per forward)."""
+        """(when each token was decided, tokens committed per forward), titled with their scope."""
         heatmap_blocks = self.block_size if self.kind == "diffusion" else self.gen_length
-        return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks),
-                commits_per_forward(self.frames, self.ends))
+        return (decision_heatmap(self.frames, self.pieces, self.gen_length, heatmap_blocks, scope=self.scope()),
+                commits_per_forward(self.frames, self.ends, scope=self.scope()))
 
 
 REPLAY_MS = 300            # the pace of a replay when the pace control says 0 (as fast as it computes)

@@ -1,10 +1,18 @@
 """The one run path of every tab: config -> the model computes in a worker thread -> frames are
 shown at the chosen pace -> Stop -> the exchange is saved in one transaction.
 
-The worker runs at full speed and puts frames on a queue; the tab's handler (a generator) reads
+The worker computes ahead and puts frames on a queue; the tab's handler (a generator) reads
 them through `Run.events()`, which hands each frame over with `show` telling whether to draw it
-now: at most `updates_per_second` when the pace is 0, else one frame every `pace_ms`. So the pace
-changes what a person sees, never what the model's clock measures.
+now: at most `updates_per_second` when the pace is 0, else one drawn state every `pace_ms`. With
+a pace, a forward that committed many tokens of its block is drawn in parts (`parts`,
+visualizer/parts.py), each part an event of its own, labelled as a part, never as a round.
+The worker and the drawing take turns (app/turnstile.py), so the display cannot stretch the
+model's forwards: model time is time spent computing alone, whatever the pace.
+
+The run counts the frames it computed and the frames its handler read, per lane. Once the
+worker is over (or a Compare lane is), what is still drawn is a replay of finished work, and
+`mode(lane)` says "replay" instead of "live"; `behind(lane)` is how many computed frames the
+display has not reached yet.
 
 Stop is cooperative: the Stop button sets the run's flag (`RunBoard.stop`), the worker raises
 `Stopped` at its next forward, and the handler, still running, draws the stopped state and saves
@@ -14,6 +22,7 @@ instead (a client's cancel, New chat), `Run.close` stops the worker and the tab 
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -26,6 +35,7 @@ from sessions import StoreError
 
 from .messages import warn
 from .throttle import Throttle
+from .turnstile import Turnstile
 
 JOIN_S = 2.0                 # how long closing a run waits for its worker to leave the model
 
@@ -75,10 +85,12 @@ def run_key(request: Any, tab: str) -> tuple:
 
 @dataclass
 class Event:
-    kind: str                # "frame", "step", "done", "stopped"
+    kind: str                # "frame", "step", "lane_done", "done", "stopped"
     value: Any = None
-    lane: int = 0            # which generation a frame belongs to (Compare has two)
+    lane: int = 0            # which model's run it belongs to (Compare has two lanes)
     show: bool = True        # frames: draw now (pace and throttle allowing)
+    part: int = 1            # frames: which part of the forward to draw (1-based); part 1 is the first read
+    parts: int = 1           # frames: in how many parts the forward is drawn
 
 
 class Run:
@@ -86,7 +98,8 @@ class Run:
     the handler iterates `events()` inside `with run:`, which frees the run's Stop button when the
     handler is done (its last update drawn)."""
 
-    def __init__(self, board: RunBoard, key: tuple, pace_ms: float = 0.0, updates_per_second: float = 20.0) -> None:
+    def __init__(self, board: RunBoard, key: tuple, pace_ms: float = 0.0, updates_per_second: float = 20.0,
+                 parts: Callable[[Frame, int], int] | None = None) -> None:
         self.board, self.key = board, key
         self.flag = threading.Event()            # Stop: the worker ends at its next forward
         self.ended = threading.Event()           # the handler is done
@@ -98,6 +111,12 @@ class Run:
         self._thread: threading.Thread | None = None
         self._finished = False                   # the handler has read "done" or "stopped"
         self.started = time.perf_counter()
+        self.parts = parts                       # (frame, lane) -> parts to draw it in, with a pace
+        self.turnstile = Turnstile()             # computing and drawing take turns
+        self.computed: dict[int, int] = {}       # lane -> frames the worker produced
+        self.read: dict[int, int] = {}           # lane -> frames the handler has read
+        self.over = threading.Event()            # the worker has returned: nothing more is computed
+        self.lanes_over: set[int] = set()        # lanes whose computation ended (Compare)
 
     @property
     def stop_requested(self) -> bool:
@@ -106,53 +125,86 @@ class Run:
 
     # -- the worker's side ------------------------------------------------------------------
     def frame(self, frame: Frame, lane: int = 0) -> None:
+        """Hand one forward's frame over (called inside the generation's paused clock), letting a
+        waiting draw run before the next forward."""
         if self.flag.is_set():
             raise Stopped
+        self.computed[lane] = self.computed.get(lane, 0) + 1
         self._queue.put(Event("frame", frame, lane))
+        self.turnstile.hand_over()
 
-    def put(self, kind: str, value: Any = None) -> None:
-        self._queue.put(Event(kind, value))
+    def put(self, kind: str, value: Any = None, lane: int = 0) -> None:
+        self._queue.put(Event(kind, value, lane))
+
+    def end_lane(self, lane: int, value: Any = None) -> None:
+        """The worker's lane `lane` computed its last frame (Compare: that model is done)."""
+        self.lanes_over.add(lane)
+        self._queue.put(Event("lane_done", value, lane))
+
+    def mode(self, lane: int = 0) -> str:
+        """"live" while the lane still computes, "replay" once what is drawn is finished work."""
+        return "replay" if self.over.is_set() or lane in self.lanes_over else "live"
+
+    def behind(self, lane: int = 0) -> int:
+        """Frames of `lane` computed that the display has not read yet."""
+        return self.computed.get(lane, 0) - self.read.get(lane, 0)
 
     def start(self, work: Callable[[Run], Any], name: str = "run") -> None:
         """Run `work(self)` in a worker thread; its return value ends the events as "done"."""
 
         def body() -> None:
+            self.turnstile.start_computing()
             try:
-                self.put("done", work(self))
+                ending = Event("done", work(self))
             except Stopped:
-                self.put("stopped")
+                ending = Event("stopped")
             except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread and raised there
-                self.put("error", exc)
+                ending = Event("error", exc)
+            finally:
+                self.turnstile.stop_computing()
+            self.over.set()                      # before "done": frames read after this are a replay
+            self._queue.put(ending)
 
         self._thread = threading.Thread(target=body, name=name, daemon=True)
         self._thread.start()
 
     # -- the handler's side -----------------------------------------------------------------
     def events(self) -> Iterator[Event]:
-        """Every event in order, frames marked `show` at the pace; ends after "done" or "stopped".
-        A worker's exception is raised here."""
+        """Every event in order, frames marked `show` at the pace (with a pace and `parts`, a
+        frame comes once per part: part 1 is the first time it is read); ends after "done" or
+        "stopped". The handler's work on each event, up to asking for the next one, is a draw
+        (the turnstile holds the next forward back meanwhile). A worker's exception is raised here."""
         throttle = Throttle(self.updates_per_second)
         next_show = time.monotonic()
         while True:
             event = self._queue.get()
             if event.kind == "error":
                 raise event.value
-            if event.kind == "frame":
+            if event.kind != "frame":
+                self._finished = event.kind in ("done", "stopped")
+                with self.turnstile.drawing():
+                    yield event
+                if self._finished:
+                    return
+                continue
+            self.read[event.lane] = self.read.get(event.lane, 0) + 1
+            paced = self.pace_s > 0 and not self.flag.is_set()
+            count = max(1, int(self.parts(event.value, event.lane))) if paced and self.parts is not None else 1
+            for part in range(1, count + 1):
                 if self.flag.is_set():
-                    event.show = False               # catching up after Stop: draw only the end
+                    if part > 1:
+                        break                        # Stop: the rest of this forward's parts are skipped
+                    show = False                     # catching up after Stop: draw only the end
                 elif self.pace_s > 0:
                     wait = next_show - time.monotonic()
                     if wait > 0:
                         self.flag.wait(wait)         # Stop cuts the wait short
                     next_show = time.monotonic() + self.pace_s
-                    event.show = not self.flag.is_set()
+                    show = not self.flag.is_set()
                 else:
-                    event.show = throttle.ready()
-            if event.kind in ("done", "stopped"):
-                self._finished = True
-            yield event
-            if self._finished:
-                return
+                    show = throttle.ready()
+                with self.turnstile.drawing():
+                    yield dataclasses.replace(event, show=show, part=part, parts=count)
 
     def __enter__(self) -> Run:
         return self
@@ -166,6 +218,7 @@ class Run:
         it left unread (frames decided before it stopped)."""
         if not self._finished:
             self.flag.set()
+        self.turnstile.open()                    # nothing the handler holds may keep the worker waiting
         if self._thread is not None:
             self._thread.join(timeout=JOIN_S)
         left = []

@@ -77,7 +77,7 @@ def transcript_html(conversation: dict[str, Any]) -> str:
         content = turn["content"]
         if turn["generation"] is not None:
             numbers = turn["generation"].stats
-            notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
+            notes.append(summary_line(numbers, "generation"))          # the labels every view uses (engine/metrics.py)
             if numbers.stop_reason == "cancelled":                     # a value may end mid-id ("P20")
                 content += " ✂ cut off by Stop"
         calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(

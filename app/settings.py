@@ -26,9 +26,12 @@ RANGES = {
     "remask_rounds": (0, 16, 1),
     "remask_count": (1, 64, 1),
 }
-# Playback pace: milliseconds each round stays on screen. 200 ms shows 8 rounds over 1.6 s; the
-# model computes at full speed either way (app/runs.py), so no measured number changes.
-PACE_MS = 200
+# Playback pace: milliseconds each drawn state stays on screen: a round, or a part of one when a
+# forward decided many tokens of its block (visualizer/parts.py: at most 4 tokens a part). At 120 ms
+# a block of 16 that resolves in one or two forwards still shows 4-5 states over half a second.
+# The model computes ahead meanwhile and never while a state is drawn (app/turnstile.py), so the
+# pace changes what is seen and the wall time, not the model time.
+PACE_MS = 120
 _EDITING = {name: getattr(GenerationConfig(), name)
             for name in ("edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count")}
 DEFAULTS: dict[str, Any] = {

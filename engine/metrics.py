@@ -6,7 +6,9 @@ everywhere.
   EOS fill after an early stop, and pad are never answer tokens: never counted, never drawn as new.
 - forwards (NFE): model forwards that produced logits for sampling (engine/generate.py).
 - model time: seconds inside the model's forwards only; the clock stops while a consumer holds
-  a frame (streaming, drawing, the playback pace). Frame.elapsed_s reads this clock.
+  a frame (streaming, drawing, the playback pace). Frame.elapsed_s reads this clock. The app's
+  runs also keep their display from computing while a forward runs (app/turnstile.py), so a busy
+  page cannot stretch a forward on a shared CPU.
 - wall time: seconds the person waited, from the request to the last update (the app sets it;
   loading, streaming and the playback pace included).
 - first answer token: model time when the first answer token was committed.
@@ -14,6 +16,10 @@ everywhere.
 - edits: rewrites of answer positions (Frame.edits: a decided token replaced by another, by an
   edit rule or after a remask). A position counts once as decided however often it is rewritten,
   so tokens per forward is unchanged by edits; the edits are counted on their own.
+
+Every line of numbers says what it covers (SCOPES): one generation (one model reply: a tool
+call or an answer), a turn (a chat answer: its tool calls and its answer, each a generation), or
+an agent episode; `summary_line(stats, scope)` writes the scope first, one way everywhere.
 """
 
 from __future__ import annotations
@@ -38,12 +44,19 @@ LABELS = {
     "stop_reason": "stopped by",
     "edits": "edits",
 }
+# What a line of numbers covers; every view names it in these words (scope_label).
+SCOPES = {
+    "generation": "this generation",      # one model reply: one call of engine.generate
+    "turn": "this turn",                  # a chat answer or a Compare race: every generation of it
+    "episode": "this episode",            # an agent run: every step
+}
 # One sentence each, for tooltips, info lines and the docs.
 MEANINGS = {
     "new_tokens": "Tokens of the answer: everything before the first end-of-sequence token, without padding.",
     "nfe": "Model forwards that proposed tokens (denoising rounds, or AR steps).",
     "tokens_per_forward": "Answer tokens divided by forwards: how many tokens one forward decided on average.",
-    "seconds": "Time spent inside the model's forwards only (not streaming, drawing or the playback pace).",
+    "seconds": "Time spent inside the model's forwards only, while nothing is drawn (not streaming, drawing or "
+               "the playback pace: the page waits for a forward to end before it draws).",
     "wall_s": "Time you waited, from pressing Send to the last update (loading and playback pace included).",
     "first_token_s": "Model time until the first answer token was decided.",
     "tokens_per_s": "Answer tokens divided by model time.",
@@ -186,9 +199,25 @@ def labelled(stats: Stats) -> list[tuple[str, str]]:
     return [(LABELS[k], values[k]) for k in LABELS if k in values]
 
 
-def summary_line(stats: Stats) -> str:
-    """The one-line summary every view prints: `answer tokens 25 · forwards (NFE) 4 · ...`."""
-    return " · ".join(f"{label} {value}" for label, value in labelled(stats))
+def scope_label(scope: str, generations: int = 0, index: int = 0, of: int = 0, within: str = "turn") -> str:
+    """What a line of numbers covers, in words: "this turn (2 generations)", "this generation
+    (2 of 3 in this turn)", "this generation (number 2 of this turn)" while the turn runs on
+    (`within` "episode": of this episode)."""
+    if scope not in SCOPES or within not in SCOPES:
+        raise ValueError(f"scope must be one of {sorted(SCOPES)}, got {scope!r} (within {within!r}).")
+    text = SCOPES[scope]
+    if scope == "generation" and index and (of > 1 or not of):
+        text += f" ({index} of {of} in {SCOPES[within]})" if of else f" (number {index} of {SCOPES[within]})"
+    elif scope != "generation" and generations:
+        text += f" ({generations} generation{'s' if generations != 1 else ''})"
+    return text
+
+
+def summary_line(stats: Stats, scope: str | None = None, generations: int = 0) -> str:
+    """The one-line summary every view prints: `this turn (2 generations): answer tokens 25 ·
+    forwards (NFE) 4 · ...` (without a scope: the numbers alone)."""
+    numbers_text = " · ".join(f"{label} {value}" for label, value in labelled(stats))
+    return f"{scope_label(scope, generations)}: {numbers_text}" if scope else numbers_text
 
 
 class ModelClock:

@@ -159,14 +159,18 @@ def prefilled_positions(frames: Sequence[Frame]) -> dict[int, int]:
 
 
 def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends: Ends, stats: Stats | None,
-             prefilled: int) -> Markup:
+             prefilled: int, scope: str, autoregressive: bool, gen_length: int) -> Markup:
+    scope_item = Markup('<span class="dp-scope"><b>{}</b>:</span>').format(scope) if scope else Markup("")
     if frame is None:
-        return Markup('<div class="dp-readout"><span>Waiting for the first forward…</span></div>')
+        return Markup('<div class="dp-readout">{}<span>Waiting for the first forward…</span></div>').format(
+            scope_item)
     # The numbers of the frames shown so far, or the run's own once it is over (engine/metrics.py).
     now = stats if stats is not None else numbers(shown, ends, "running")
+    # An AR run has no blocks: each forward writes the next token.
+    where = [("token", f"{len(frame.canvas)}/{gen_length}")] if autoregressive else [
+        ("round", str(frame.round + 1)), ("block", f"{frame.block + 1}/{num_blocks}")]
     items = [
-        ("round", str(frame.round + 1)),
-        ("block", f"{frame.block + 1}/{num_blocks}"),
+        *where,
         (LABELS["nfe"], str(now.nfe)),
         (LABELS["new_tokens"], str(now.new_tokens)),
         (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"),
@@ -176,7 +180,7 @@ def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends:
     if prefilled:
         items.append(("pre-filled by the schema", str(prefilled)))
     parts = [Markup("<span>{}: <b>{}</b></span>").format(name, value) for name, value in items]
-    return Markup('<div class="dp-readout">{}</div>').format(Markup("").join(parts))
+    return Markup('<div class="dp-readout">{}{}</div>').format(scope_item, Markup("").join(parts))
 
 
 def block_bounds(gen_length: int, block_size: int, canvas_length: int = 0) -> list[tuple[int, int]]:
@@ -204,6 +208,7 @@ def render_grid(
     stats: Stats | None = None,
     ends: Ends | None = None,
     legend: bool = True,
+    scope: str = "",
 ) -> str:
     """HTML grid of the generated span as it stood after frame `upto` (default: the last one).
 
@@ -214,8 +219,9 @@ def render_grid(
     Positions a schema scaffold placed (Frame.prefilled) are drawn as pre-filled, never as new.
     `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
     "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
-    run has finished to show its own numbers. Blocks are drawn where the engine decoded them
-    (block_bounds: aligned blocks make the first one shorter).
+    run has finished to show its own numbers, and `scope` to say what they cover
+    (engine.metrics.scope_label). Blocks are drawn where the engine decoded them (block_bounds:
+    aligned blocks make the first one shorter).
     """
     if isinstance(frames, Frame):
         frames = [frames]
@@ -284,7 +290,8 @@ def render_grid(
         classes = "dp-block dp-active" if active else "dp-block"
         drawn.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
 
-    readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)))
+    readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)), scope,
+                       mask_id is None, gen_length)
     scaffolded = any(f.prefilled for f in frames)
     return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
         readout, Markup("").join(drawn), legend_html(scaffolded, has_rewrites(frames)) if legend else Markup("")))

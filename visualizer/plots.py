@@ -55,13 +55,14 @@ def decision_heatmap(
     gen_length: int,
     block_size: int,
     axis: str = "nfe",
+    scope: str = "",
 ) -> go.Figure:
     """Position (x) against the forward (axis="nfe") or the round inside the block (axis="round")
     that decided it; colour is the confidence at commit time, blank where still undecided.
 
     With axis="nfe" each block shows as a staircase: a block that resolves in few forwards is a
     short, wide step. With axis="round" blocks fold onto each other, so the rows show how many
-    rounds blocks needed.
+    rounds blocks needed. `scope` (engine.metrics.scope_label) goes into the title.
     """
     if axis not in ("nfe", "round"):
         raise ValueError(f"axis must be 'nfe' or 'round', got {axis!r}.")
@@ -91,11 +92,15 @@ def decision_heatmap(
     for b in range(1, -(-gen_length // max(1, block_size))):
         fig.add_vline(x=b * block_size - 0.5, line_width=1, line_dash="dot", opacity=0.4)
     fig.update_layout(
-        title={"text": "When each token was decided"}, xaxis_title="position", yaxis_title=y_title,
+        title={"text": _titled("When each token was decided", scope)}, xaxis_title="position", yaxis_title=y_title,
         yaxis={"autorange": "reversed", **integer_axis(rows, 1)}, xaxis=integer_axis(gen_length - 1),
         margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
     )
     return themed(fig)
+
+
+def _titled(title: str, scope: str) -> str:
+    return f"{title} · {escape(scope)}" if scope else title
 
 
 def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
@@ -114,7 +119,7 @@ def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
     return out
 
 
-def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go.Figure:
+def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None, scope: str = "") -> go.Figure:
     """Bars: answer tokens decided by each forward (stacked on them, for a scaffolded run, the
     tokens its scaffold placed). Line: running tokens per forward (answer tokens so far / NFE),
     which ends on the run's own tokens per forward (engine/metrics.py). A run that rewrote tokens
@@ -149,7 +154,7 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go
             trace.offsetgroup = "decided"
     title = "Answer tokens decided (and pre-filled) per forward" if any(placed) else "Answer tokens decided per forward"
     fig.update_layout(
-        title={"text": title + (", and edits" if any(edits) else "")}, xaxis_title=LABELS["nfe"],
+        title={"text": _titled(title + (", and edits" if any(edits) else ""), scope)}, xaxis_title=LABELS["nfe"],
         yaxis_title="answer tokens",
         xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max([*totals, *edits], default=1)),
         barmode="stack",
@@ -158,14 +163,19 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None) -> go
     return themed(fig)
 
 
-def _cumulative(frames: Sequence[Frame], ends: Ends) -> tuple[list[float], list[int]]:
+def _cumulative(generations: Sequence[tuple[Sequence[Frame], Ends | None]]) -> tuple[list[float], list[int]]:
     # Start at (0 s, 0 tokens) so both runs leave from the same point; a scaffold's placed
-    # tokens count as they appear (they are answer tokens, engine/metrics.py).
-    totals, so_far = [], 0
-    for decided, placed in zip(answer_commits(frames, ends), answer_placed(frames, ends)):
-        so_far += decided + placed
-        totals.append(so_far)
-    return [0.0] + [f.elapsed_s for f in frames], [0] + totals
+    # tokens count as they appear (they are answer tokens, engine/metrics.py). A turn of several
+    # generations adds up: each one starts at the model time and the tokens the earlier ones ended on.
+    times, totals, before_s, so_far = [0.0], [0], 0.0, 0
+    for frames, end in generations:
+        ends = _ends(frames, end)
+        for frame, decided, placed in zip(frames, answer_commits(frames, ends), answer_placed(frames, ends)):
+            so_far += decided + placed
+            times.append(before_s + frame.elapsed_s)
+            totals.append(so_far)
+        before_s += frames[-1].elapsed_s if frames else 0.0
+    return times, totals
 
 
 def race_plot(
@@ -177,18 +187,25 @@ def race_plot(
     """Answer tokens on the canvas (decided, or placed by a scaffold) against model time for a
     diffusion run and an AR run of the same prompt; `ends` names each run's EOS / pad ids so
     neither counts its end (engine/metrics.py)."""
+    return turn_race_plot([(labels[0], [(diff_frames, ends[0])]), (labels[1], [(ar_frames, ends[1])])], scope="")
+
+
+def turn_race_plot(sides: Sequence[tuple[str, Sequence[tuple[Sequence[Frame], Ends | None]]]],
+                   scope: str = "this turn") -> go.Figure:
+    """The race of whole turns: per side (label, its generations as (frames, ends)), answer tokens
+    against that side's model time, every generation of the turn after the one before it."""
     fig = go.Figure()
     top = 1
-    scaffolded = any(f.prefilled for f in (*diff_frames, *ar_frames))
-    for frames, label, end in ((diff_frames, labels[0], ends[0]), (ar_frames, labels[1], ends[1])):
-        times, decided = _cumulative(frames, _ends(frames, end))
+    scaffolded = any(f.prefilled for _label, generations in sides for frames, _e in generations for f in frames)
+    for label, generations in sides:
+        times, decided = _cumulative(generations)
         top = max(top, decided[-1])
         fig.add_trace(go.Scatter(
             x=times, y=decided, name=str(escape(label)), mode="lines", line={"shape": "hv"},
             hovertemplate="%{x:.3f} s: %{y} tokens<extra>" + str(escape(label)) + "</extra>",
         ))
     fig.update_layout(
-        title={"text": "Answer tokens over model time"}, xaxis_title=f"{LABELS['seconds']} (s)",
+        title={"text": _titled("Answer tokens over model time", scope)}, xaxis_title=f"{LABELS['seconds']} (s)",
         yaxis_title="answer tokens (decided or pre-filled)" if scaffolded else "answer tokens decided",
         yaxis=integer_axis(top),
         margin=LEGEND_MARGIN, height=320, legend=LEGEND,

@@ -122,7 +122,7 @@ def standalone_replay_html(
     template = _ENV.get_template("replay.html.j2")
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
-        numbers=summary_line(result.stats) if result.stats else "", config=_config_dict(config),
+        numbers=summary_line(result.stats, "generation") if result.stats else "", config=_config_dict(config),
         legend=legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames)),
         css=Markup(GRID_CSS + PAGE_CSS),
         trace_json=json_for_script(trace_payload(result, config)),

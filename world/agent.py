@@ -19,7 +19,7 @@ the same end state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Protocol
@@ -160,11 +160,42 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
     tries again. With `text_answers` (chat), a reply with no call in it at all is the answer.
     With `page_tools`, calls are parsed against its tools and run through it instead of on `world`.
     """
+    events = act_steps(backend, world, messages, config, max_steps=max_steps, text_answers=text_answers,
+                       generate_fn=generate_fn, page_tools=page_tools)
+    try:
+        while True:
+            try:
+                item = next(events)
+            except StopIteration as done:
+                return done.value
+            if isinstance(item, Step):
+                if on_step is not None:
+                    on_step(item)
+            elif on_frame is not None:
+                on_frame(item)
+    finally:
+        events.close()                         # a consumer's exception (Stop) ends the generation too
+
+
+def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
+              max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, generate_fn: GenerateFn | None = None,
+              page_tools: PageTools | None = None) -> Generator[Frame | Step, None, tuple[str | None, str]]:
+    """`act` as a generator: each forward's Frame and each finished Step in order, returning
+    (final answer or None, why it ended early or ""). A caller that steps two of these in turn
+    races two models over whole turns in one thread (app/compare.py); closing it stops the
+    generation in progress."""
     seen: set[str] = set()
     for _ in range(max_steps):
         t0 = time.perf_counter()
         try:
-            text, result = _generate(backend, messages, config, on_frame, generate_fn)
+            if generate_fn is not None:
+                out = generate_fn(messages)
+                text, result = (out.text, out) if isinstance(out, Result) else (str(out), None)
+            else:
+                from engine.generate import generate  # imported here: the world and the oracle need no torch model
+
+                result = yield from generate(backend, prompt_ids_for(backend, messages), config, TOOL_CALLS)
+                text = result.text
         except ConfigError as full:
             # the transcript outgrew the model's context: out of budget (the grader says step_limit)
             return None, str(full)
@@ -191,8 +222,7 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
                 step = Step(text, call, None, observation, result, 0.0)
         step.seconds = time.perf_counter() - t0
         messages.append({"role": "assistant", "content": reply})
-        if on_step is not None:
-            on_step(step)
+        yield step
         if answer is not None:
             return answer, ""
         messages.append({"role": "tool", "content": render_response(step.observation)})

@@ -51,8 +51,15 @@ def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
     GenerationConfig(**{k: v for k, v in values.items() if k != "pace_ms"})      # the defaults make a valid config
 
 
-def test_default_pace_shows_eight_rounds_over_at_least_a_second():
-    assert 8 * PACE_MS >= 1000 and RANGES["pace_ms"][0] == 0
+def test_default_pace_shows_a_block_one_forward_decided_in_four_states_over_near_half_a_second():
+    from engine.trace import Frame
+    from visualizer.parts import part_count
+
+    block = DEFAULTS["block_size"]
+    whole = Frame(nfe=1, block=0, round=0, committed=[(p, 5, 0.999) for p in range(block)], canvas=[5] * 64,
+                  elapsed_s=0.01)
+    states = part_count(whole, 99, DEFAULTS["gen_length"], block)
+    assert states >= 4 and states * PACE_MS >= 450 and RANGES["pace_ms"][0] == 0
 
 
 def test_how_it_works_explains_every_sampler_and_number():

@@ -62,7 +62,9 @@ def settled(updates: list) -> list:
 
 
 def live_updates(updates) -> list:
-    return [u for u in updates if isinstance(u[OUT["panel"]], str) and 'data-mode="live"' in u[OUT["panel"]]]
+    """The updates drawn while the turn streamed: live, or a replay once the model was done."""
+    return [u for u in updates if isinstance(u[OUT["panel"]], str)
+            and ('data-mode="live"' in u[OUT["panel"]] or 'data-mode="replay"' in u[OUT["panel"]])]
 
 
 def said(error: pytest.ExceptionInfo) -> str:
@@ -466,3 +468,38 @@ def test_picking_a_model_shows_its_card_and_an_agent_example_picks_its_graded_ta
     agent = AgentHandlers(ctx)
     assert agent.pick_example([prompts[0]]) == (task["id"], prompts[0])        # graded, in its own world
     assert agent.pick_example(["Write a haiku."]) == ("", "Write a haiku.")  # typed: no grader
+
+
+def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(tmp_path):
+    from tests.fakes import FakeARBackend
+
+    task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
+    backends = {"fake-bd": world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd")),
+                "fake-ar": world_format(FakeARBackend(oracle_target([task]), max_length=8192, name="fake-ar"))}
+    context = fake_context(tmp_path, backends=backends)
+    updates = settled(list(CompareHandlers(context, updates_per_second=1e9).run(
+        task["instruction"], "fake-bd", "fake-ar", settings=named((128, 32, 32, "threshold", 0.9, 0.0, 0)))))
+    panels = [(a, b) for a, b, *_ in updates if isinstance(a, str) and isinstance(b, str)]
+    # the diffusion side (fewer forwards) is drawn finished while the AR side is still being drawn
+    assert any('data-mode="done"' in a and 'data-mode="done"' not in b for a, b in panels)
+    panel_a, panel_b, table, _race, status = updates[-1]
+    assert 'data-mode="done"' in panel_a and 'data-mode="done"' in panel_b
+    assert table.count("this turn (3 generations)") == 2 and table.count('data-side-state="finished"') == 2
+    assert status.startswith("this turn: fake-bd took") and "(3 generation(s))" in status
+    turns = context.store.get_conversation(context.store.list_conversations(kind="compare")[0]["id"])["turns"]
+    for model in ("fake-bd", "fake-ar"):                      # every call of the turn, then finish, per side
+        calls = [c["name"] for t in turns if t["model"] == model for c in t["tool_calls"]]
+        assert calls == ["search_products", "add_to_cart", "finish"], (model, calls)
+    context.close()
+
+
+def test_a_chat_turns_numbers_say_what_they_cover(tmp_path):
+    task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
+    backend = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
+    context = fake_context(tmp_path, backends={"fake-bd": backend})
+    final = ask(ChatHandlers(context, updates_per_second=1e9), task["instruction"],
+                settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
+    assert final[OUT["status"]].startswith("this turn (3 generations): answer tokens ")
+    assert "<b>this generation (3 of 3 in this turn)</b>" in final[OUT["panel"]]
+    assert final[OUT["heatmap"]].layout.title.text.endswith("this generation (3 of 3 in this turn)")
+    context.close()

@@ -151,7 +151,9 @@ def test_a_scaffolded_race_prefills_both_sides_and_the_ar_baseline_jumps_forward
         panel_a, panel_b = final(updates)[:2]
         assert ("dp-pre" in panel_a, "dp-pre" in panel_b) == (scaffold, scaffold)
         conversation = context.store.list_conversations(kind="compare")[0]["id"]
-        diffusion, baseline = [t["generation"] for t in context.store.get_conversation(conversation)["turns"][1:]]
+        turns = context.store.get_conversation(conversation)["turns"][1:]      # each side's whole turn
+        diffusion = next(t["generation"] for t in turns if t["model"] == "random-bd" and t["generation"])
+        baseline = [t["generation"] for t in turns if t["model"] == "random-ar" and t["generation"]][-1]
         assert all(g.text.startswith("<tool_call>{\"name\":\"") for g in (diffusion, baseline)) is scaffold
         # AR: one forward per token, unless each known run of text is appended in one forward
         written = len(baseline.frames[-1].canvas)
