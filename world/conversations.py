@@ -306,7 +306,7 @@ def _token_counter():
     """The shipped twins' tokenizer (byte-level BPE: any text encodes; new words cost more tokens)."""
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(Path(__file__).parents[2] / "models" / "sprout-bd" / "tokenizer.json"))
+    return Tokenizer.from_file(str(Path(__file__).parents[1] / "models" / "sprout-bd" / "tokenizer.json"))
 
 
 def count_tokens(messages: list[dict[str, str]]) -> int:

@@ -22,6 +22,7 @@ from app.sessions_tab import SessionsHandlers, pace_info
 from app.settings import PACE_MS
 from app.steps import context_messages, steps_html
 from app.worlds import DEFAULT_WORLD, world_from_spec
+from engine.trace import Frame
 from sessions.export_schema import MAX_TITLE_CHARS
 from tests.app.test_app_handlers import OUT, ask
 from tests.e2e.app_fakes import fake_context
@@ -138,8 +139,7 @@ def test_a_call_cut_by_stop_is_marked_not_shown_as_written():
 
 
 def test_plots_are_transparent_with_the_legend_above_the_plot_area():
-    frame = SimpleNamespace(nfe=1, committed=[(0, 5, 0.9)], prefilled=[], canvas=[5], elapsed_s=0.1, block=0,
-                            round=0)
+    frame = Frame(nfe=1, block=0, round=0, committed=[(0, 5, 0.9)], canvas=[5], elapsed_s=0.1)
     for figure in (commits_per_forward([frame]), decision_heatmap([frame], {5: "a"}, 1, 1)):
         assert figure.layout.paper_bgcolor == "rgba(0,0,0,0)" and figure.layout.plot_bgcolor == "rgba(0,0,0,0)"
     legend = commits_per_forward([frame]).layout.legend

@@ -5,6 +5,7 @@ it needs is only there."""
 from __future__ import annotations
 
 from app.chat import ChatHandlers
+from app.names import with_names
 from tests.app.test_app_handlers import OUT, ask
 from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
@@ -33,7 +34,9 @@ def test_a_follow_up_reaches_a_conversation_model_with_its_history(tmp_path):
         chat = ChatHandlers(context, updates_per_second=1e9)
         world = world_for({"split": conversation["split"], "world": conversation["world"]})
         first = ask(chat, lookup["instruction"], world=world, settings=SETTINGS)[-1]
-        assert first[OUT["chatbot"]][-1]["content"] == lookup["gold_actions"][-1]["arguments"]["answer"]
+        # the chat shows the answer with the world's names beside its ids (app/names.py)
+        assert first[OUT["chatbot"]][-1]["content"] == with_names(lookup["gold_actions"][-1]["arguments"]["answer"],
+                                                                  world)
         second = ask(chat, invoice["instruction"], first[OUT["history"]], first[OUT["conversation_id"]], world=world,
                      versions=first[OUT["versions"]], settings=SETTINGS)[-1]
         prompt = backend.tokenizer.decode(backend.prompts[-1])
@@ -42,7 +45,8 @@ def test_a_follow_up_reaches_a_conversation_model_with_its_history(tmp_path):
         made = [i for i in world.invoices.values() if i["customer"] == customer_id and i["amount"] ==
                 invoice["slots"]["amount"]]
         assert len(made) == 1                                   # the follow-up acted on the right customer
-        assert second[OUT["chatbot"]][-1]["content"] == invoice["gold_actions"][-1]["arguments"]["answer"]
+        assert second[OUT["chatbot"]][-1]["content"] == with_names(invoice["gold_actions"][-1]["arguments"]["answer"],
+                                                                   world)
     finally:
         context.close()
 

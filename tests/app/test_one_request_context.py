@@ -22,7 +22,7 @@ EARLIER = [{"role": "user", "content": "Find a navy jacket."},
            {"role": "tool", "content": "[]"},
            {"role": "assistant", "content": "Nothing found."}]
 LATEST = {"role": "user", "content": "hello, who are you?"}
-MODELS = Path(__file__).resolve().parents[1] / "models"
+MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 def test_a_one_request_model_reads_the_system_text_and_the_latest_request():
