@@ -30,7 +30,7 @@ from .messages import user_error
 from .runs import Exchange, Run, Turn, save
 from .settings import AGENT_DEFAULTS, config_from_settings
 from .state import AppContext
-from .steps import step_turns, steps_html
+from .steps import failure_of, failures_note, step_turns, steps_html
 from .widgets import (
     GENERATE,
     QUIET,
@@ -137,6 +137,7 @@ class AgentHandlers:
         run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
                                         on_step=lambda s: r.put("step", s)), name="agent-episode")
         steps: list[Step] = []
+        known = [task["instruction"]]                 # what a call may copy from (app/steps.py marks)
         view: TraceView | None = None
         pending = False                               # frames arrived for a step not finished yet
         # a new run clears every result panel, the last verdict included
@@ -156,7 +157,7 @@ class AgentHandlers:
                     if pending and view is not None and event.value.result is not None:
                         view.finish(event.value.result)
                     pending = False
-                    yield (view.panel("done") if view else gr.skip(), steps_html(steps), world_view(task, steps),
+                    yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
                            gr.skip(), gr.skip(), gr.skip(), f"Step {len(steps)} done.")
                 elif event.kind == "done":
                     transcript = event.value
@@ -186,12 +187,15 @@ class AgentHandlers:
             panel = view.panel("done") if view else EMPTY_PANEL
         if saved:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
-        yield panel, steps_html(steps), world_view(task, steps), verdict, preview, file_list(files), status
+        yield panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status
 
     def _verdict(self, transcript: Any, graded: bool, steps: list[Step]) -> str:
         if transcript is None:
             return "Stopped before the end."
         answer = markdown_safe(transcript.final_answer or "(no answer)")
+        failed = failures_note([f for f in map(failure_of, steps) if f])
+        if failed:                                # the errors behind the answer stay in sight
+            answer += f"\n\n{markdown_safe(failed)}"
         generated = [s.result.stats for s in steps if s.result is not None]
         cost = f"{summary_line(combined(generated))} · {len(steps)} step(s)"   # engine/metrics.py, every generation
         if not graded:

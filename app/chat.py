@@ -179,7 +179,7 @@ class ChatHandlers:
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
-            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
+            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None, system=system)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
@@ -301,7 +301,7 @@ class ChatHandlers:
             raise user_error("There is no finished answer to export yet: run a generation first.")
         title = " ".join(trace.prompt.split())[:60] or "answer"
         files, preview = export_answer(self.ctx.export_dir, trace.result, trace.config, title, trace.prompt,
-                                       trace.model)
+                                       trace.model, known=trace.meta.get("known"))
         return file_list(files), preview
 
     def _save(self, turn: ChatTurn, conversation_id: int | None, spec: dict[str, Any] | None, system: str

@@ -1,6 +1,7 @@
 """The page's CSS: the visualizer's token grid plus the app's panels and tables."""
 
 from visualizer import GRID_CSS
+from visualizer.marks import MARK_CSS
 
 APP_CSS = """
 .dp-panel { min-height: 140px; padding: .6rem .7rem; border: 1px solid rgba(127,127,127,.3); border-radius: 8px; }
@@ -57,4 +58,4 @@ footer, footer * { color: #52525b !important; }
   color: #d4d4d8; }
 """
 
-CSS = GRID_CSS + APP_CSS + CONTRAST_CSS
+CSS = GRID_CSS + MARK_CSS + APP_CSS + CONTRAST_CSS

@@ -22,6 +22,7 @@ from .live import TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
+from .steps import call_marks, stored_sources
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
                 ("API calls", "api")]
@@ -69,8 +70,10 @@ def transcript_html(conversation: dict[str, Any]) -> str:
         if turn["generation"] is not None:
             numbers = turn["generation"].stats
             notes.append(summary_line(numbers))                        # the labels every view uses (engine/metrics.py)
-        calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
-            c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
+        known = stored_sources(conversation, turn["idx"])      # the marks: app/steps.py call_marks
+        calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}{}</div>').format(
+            c["name"], json.dumps(c["arguments"], ensure_ascii=False), call_marks(c, known))
+            for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
             turn["role"], turn["role"], " · ".join(notes), turn["content"], calls))
     return str(Markup('<div class="dp-transcript">{}</div>').format(Markup("").join(parts)))
@@ -140,6 +143,7 @@ class SessionsHandlers:
             raise user_error("That turn has no generation trace to replay.")
         prompt = next((t["content"] for t in reversed(conversation["turns"][: turn["idx"]]) if t["role"] == "user"), "")
         view = TraceView.from_result(turn["generation"], turn["config"], turn["model"] or "", prompt)
+        view.meta["known"] = stored_sources(conversation, turn["idx"])     # for the replay export's marks
         heatmap, commits = view.plots()
         return view, scrubber_for(view), view.panel("replay"), heatmap, commits
 
@@ -168,7 +172,7 @@ class SessionsHandlers:
         if trace is not None and trace.result is not None:
             title = f"{conversation['kind']} {conversation['id']} {trace.prompt}"[:60]
             answer_files, preview = export_answer(self.ctx.export_dir, trace.result, trace.config, title, trace.prompt,
-                                                  trace.model)
+                                                  trace.model, known=trace.meta.get("known"))
             files += answer_files
         return file_list(files), preview
 

@@ -169,6 +169,11 @@ def unseen_in_call(call: dict[str, Any] | None, sources: Iterable[Any]) -> list[
     return unseen_values(arguments, Known.of(sources), schema_choices(str(call.get("name")), arguments))
 
 
+def label(unseen: list[Unseen]) -> str:
+    """A few words for a title or a table cell: "not seen before: email = mia.exam@post.io"."""
+    return "not seen before: " + ", ".join(f"{u.path} = {u.value}" for u in unseen)
+
+
 def describe(unseen: list[Unseen]) -> str:
     """One sentence for a person: which values, and why they are marked."""
     values = ", ".join(f"{u.path} = {u.value}" for u in unseen)
