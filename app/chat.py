@@ -29,7 +29,7 @@ from engine.world.state import World
 from engine.world.tools import FINISH, call_tool
 from sessions import StoreError
 
-from .cards import card_for
+from .cards import card_for, system_prompt_warning
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
 from .live import TraceView, replay
@@ -116,6 +116,13 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
                 except Exception:  # noqa: BLE001 - it failed in the turn too, and changed nothing
                     pass
     return world
+
+
+def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
+    """The warning under the system prompt box: shown when the model's card says it does not know
+    this system prompt (app/cards.py), hidden otherwise."""
+    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)
+    return gr.update(value=warning, visible=bool(warning))
 
 
 def version_label(versions: dict[str, Any] | None) -> str:
@@ -345,8 +352,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
                                      scale=5, info="Drag to any model forward of the last answer.")
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
-            system = gr.Textbox(label="System prompt (optional)", lines=1,
+            system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
                                 info="Text the model reads before the conversation; empty uses the model's own.")
+            system_note = gr.Markdown(visible=False, elem_id="system-warning", elem_classes=["dp-notice"])
             with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
                 schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
                                     info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
@@ -397,6 +405,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
+    for trigger in (system.change, model.change):     # the card says which system prompts the model knows
+        trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
+                api_visibility="private", **QUIET)
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)

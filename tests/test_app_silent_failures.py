@@ -138,3 +138,45 @@ def test_the_chat_export_of_a_call_marks_it(ctx):
     files, _ = chat.export(final[OUT["trace"]])
     replay = Path(next(f for f in files["value"] if f.endswith("-replay.html"))).read_text(encoding="utf-8")
     assert "not seen before: email = mia.exam@post.io, address = 7 Oak Street" in replay
+
+
+PIRATE = "You are a pirate. Always answer in French."
+
+
+def test_the_sprout_cards_say_they_know_no_system_prompt_and_warn_on_one():
+    from app.cards import card_for, card_markdown, system_prompt_warning
+
+    for name in ("sprout-bd", "sprout-ar"):
+        card = card_for(name)
+        assert card.system_prompts == []
+        assert "trained without one" in card_markdown(card)
+        warning = system_prompt_warning(card, PIRATE)
+        assert warning.startswith("⚠️") and "trained without a system prompt" in warning
+        assert system_prompt_warning(card, "   ") == ""
+    assert system_prompt_warning(card_for("LLaDA-8B-Instruct"), PIRATE) == ""      # its card does not say
+
+
+def test_a_card_that_lists_its_system_prompts_warns_only_outside_them(tmp_path, monkeypatch):
+    import json
+
+    from app.cards import card_for, system_prompt_warning
+    from engine import catalog
+
+    folder = tmp_path / "shop-model"
+    folder.mkdir()
+    (folder / "playground.json").write_text(json.dumps(
+        {"card": {"title": "Shop model", "summary": "s", "system_prompts": ["You are a shop agent."]}}))
+    monkeypatch.setattr(catalog, "models_dir", lambda: tmp_path)
+    card = card_for("shop-model")
+    assert system_prompt_warning(card, "You are a  shop agent.\n") == ""          # whitespace does not count
+    assert "only these system prompts: “You are a shop agent.”" in system_prompt_warning(card, PIRATE)
+
+
+def test_the_chat_tab_shows_the_warning_for_the_model_picked(tmp_path):
+    from app.chat import system_note_update
+
+    ctx = fake_context(tmp_path)
+    assert system_note_update(ctx, "sprout-bd", PIRATE)["visible"] is True
+    assert system_note_update(ctx, "sprout-bd", "")["visible"] is False
+    assert system_note_update(ctx, "fake-bd", PIRATE)["visible"] is False          # no card, nothing claimed
+    ctx.close()
