@@ -159,6 +159,7 @@ def chat_entries(step: Step, reply: str, known: list[Any] = (), failures: list[s
     if answer is not None:
         note = failures_note(list(failures))
         return [{"role": "assistant", "content": reply, "shown": f"{answer}\n\n{note}" if note else answer}]
+    card: dict[str, Any] = {"role": "assistant", "content": reply}
     if step.call is not None:
         vetoed = f" (not run: {step.error.get('message')})" if step.error else ""
         observation = step.observation
@@ -166,15 +167,14 @@ def chat_entries(step: Step, reply: str, known: list[Any] = (), failures: list[s
                    if not step.error and isinstance(observation, dict) and "error" in observation else "")
         unseen = unseen_of(step, list(known))
         flagged = f" {WARNING} {unseen_label(unseen)}" if unseen else ""
-        title = f"Tool call: {short(call_text(step.call), 90)}{vetoed}{refused}{flagged}"
-        shown = f"call: {call_text(step.call)}\n\nresponse: {short(step.observation)}"
-        if unseen:
-            shown += f"\n\n{WARNING} {describe(unseen)}"
+        card["title"] = f"Tool call: {short(call_text(step.call), 90)}{vetoed}{refused}{flagged}"
+        card["shown"] = f"call: {call_text(step.call)}\n\nresponse: {short(step.observation)}"
+        if unseen:                                # under the card's code block, as wrapping text
+            card["flag"] = f"{WARNING} {describe(unseen)}"
     else:
-        title = f"Parse error: {(step.error or {}).get('kind', '?')}"
-        shown = f"{(step.error or {}).get('message', '')}\n\nthe model wrote: {short(step.raw_text)}"
-    return [{"role": "assistant", "content": reply, "title": title, "shown": shown},
-            {"role": "tool", "content": render_response(step.observation)}]
+        card["title"] = f"Parse error: {(step.error or {}).get('kind', '?')}"
+        card["shown"] = f"{(step.error or {}).get('message', '')}\n\nthe model wrote: {short(step.raw_text)}"
+    return [card, {"role": "tool", "content": render_response(step.observation)}]
 
 
 def context_messages(history: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -196,6 +196,8 @@ def chat_messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
             message["metadata"] = {"title": markdown_safe(entry["title"]), "status": entry.get("status", "done")}
             if entry.get("status") != "pending":
                 message["content"] = markdown_safe(f"```\n{entry['shown']}\n```") if entry.get("shown") else "…"
+                if entry.get("flag"):
+                    message["content"] += "\n\n" + markdown_safe(entry["flag"])
         shown.append(message)
     return shown
 
