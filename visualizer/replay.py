@@ -122,7 +122,8 @@ def tool_call_check(text: str, known: list[Any] | None) -> dict[str, Any] | None
     call = parsed.to_dict()
     unseen = unseen_in_call(call, known)
     return {"text": f"{call['name']} {dumps(call['arguments'])}",
-            "mark": flag_html(label(unseen), describe(unseen)) if unseen else None}
+            "mark": flag_html(label(unseen), describe(unseen)) if unseen else None,
+            "explanation": describe(unseen) if unseen else ""}
 
 
 def standalone_replay_html(
