@@ -180,3 +180,11 @@ def test_the_chat_tab_shows_the_warning_for_the_model_picked(tmp_path):
     assert system_note_update(ctx, "sprout-bd", "")["visible"] is False
     assert system_note_update(ctx, "fake-bd", PIRATE)["visible"] is False          # no card, nothing claimed
     ctx.close()
+
+
+def test_a_marked_value_is_escaped_in_the_row_and_its_title():
+    hostile = {**MISCOPIED, "email": '"><img src=x onerror=alert(1)>'}
+    step = Step(render_call("checkout_guest", hostile), {"name": "checkout_guest", "arguments": hostile}, None,
+                {"ok": True}, None, 0.1)
+    table = steps_html([step], [MIA])
+    assert "not seen before: email" in table and "<img" not in table
