@@ -57,6 +57,11 @@ def answer_of(step: Step) -> str | None:
     return None
 
 
+def error_in(observation: Any) -> str | None:
+    """The error a tool answered with ({"error": ...}), else None."""
+    return str(observation["error"]) if isinstance(observation, dict) and "error" in observation else None
+
+
 def failure_of(step: Step) -> str | None:
     """What went wrong in a step, as a clause ("get_customer(name=Cleo Abot) answered “no such
     customer”"); None when the model read back no error."""
@@ -65,9 +70,8 @@ def failure_of(step: Step) -> str | None:
         return f"{call_text(step.call)} was not run ({why})"
     if step.call is None and step.error is not None:
         return f"a reply did not parse ({step.error.get('kind', '?')})"
-    observation = step.observation
-    if step.call is not None and isinstance(observation, dict) and "error" in observation:
-        return f"{call_text(step.call)} answered “{observation['error']}”"
+    if step.call is not None and error_in(step.observation):
+        return f"{call_text(step.call)} answered “{error_in(step.observation)}”"
     return None
 
 
@@ -124,9 +128,9 @@ def call_marks(stored: dict[str, Any], known: list[Any]) -> Markup:
             observation = None
     if stored.get("error_type"):
         marks.append(flag_html(f"error: {stored['error_type']}", "The call was not run; the model read back an error."))
-    elif isinstance(observation, dict) and "error" in observation:
-        marks.append(flag_html(f"error: {observation['error']}",
-                               f"The tool answered with an error: “{observation['error']}”."))
+    elif error_in(observation):
+        marks.append(flag_html(f"error: {error_in(observation)}",
+                               f"The tool answered with an error: “{error_in(observation)}”."))
     return Markup("").join(marks)
 
 
@@ -162,9 +166,8 @@ def chat_entries(step: Step, reply: str, known: list[Any] = (), failures: list[s
     card: dict[str, Any] = {"role": "assistant", "content": reply}
     if step.call is not None:
         vetoed = f" (not run: {step.error.get('message')})" if step.error else ""
-        observation = step.observation
-        refused = (f" {WARNING} error: {observation['error']}"
-                   if not step.error and isinstance(observation, dict) and "error" in observation else "")
+        refusal = None if step.error else error_in(step.observation)
+        refused = f" {WARNING} error: {refusal}" if refusal else ""
         unseen = unseen_of(step, list(known))
         flagged = f" {WARNING} {unseen_label(unseen)}" if unseen else ""
         card["title"] = f"Tool call: {short(call_text(step.call), 90)}{vetoed}{refused}{flagged}"
