@@ -121,8 +121,9 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
 def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
     """The warning under the system prompt box: shown when the model's card says it does not know
     this system prompt (app/cards.py), hidden otherwise."""
-    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)
-    return gr.update(value=warning, visible=bool(warning))
+    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)   # escaped text
+    return gr.update(value=f'<div class="dp-notice" role="status">{warning}</div>' if warning else "",
+                     visible=bool(warning))
 
 
 def version_label(versions: dict[str, Any] | None) -> str:
@@ -354,7 +355,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
             system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
                                 info="Text the model reads before the conversation; empty uses the model's own.")
-            system_note = gr.Markdown(visible=False, elem_id="system-warning", elem_classes=["dp-notice"])
+            system_note = gr.Markdown(visible=False, elem_id="system-warning")
             with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
                 schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
                                     info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
