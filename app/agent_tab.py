@@ -19,7 +19,7 @@ from engine.result import summarize
 from engine.trace import ConfigError, GenerationConfig, block_size_of
 from visualizer.parts import part_count
 from world.agent import DEFAULT_MAX_STEPS, Step, run_episode
-from world.state import world_for
+from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
 
@@ -32,7 +32,7 @@ from .names import with_names
 from .runs import Exchange, Run, Turn, save
 from .settings import AGENT_DEFAULTS, config_from_settings
 from .state import AppContext
-from .steps import step_turns, steps_html
+from .steps import failure_of, failures_note, step_turns, steps_html
 from .widgets import (
     GENERATE,
     PICKER_MIN_WIDTH,
@@ -161,6 +161,7 @@ class AgentHandlers:
         run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
                                         on_step=lambda s: r.put("step", s)), name="agent-episode")
         steps: list[Step] = []
+        known = [task["instruction"]]                 # what a call may copy from (app/steps.py marks)
         view: TraceView | None = None
         pending = False                               # frames arrived for a step not finished yet
         # a new run clears every result panel, the last verdict included
@@ -183,7 +184,7 @@ class AgentHandlers:
                     if pending and view is not None and event.value.result is not None:
                         view.finish(event.value.result)
                     pending = False
-                    yield (view.panel("done") if view else gr.skip(), steps_html(steps), world_view(task, steps),
+                    yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
                            gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"))
                 elif event.kind == "done":
                     transcript = event.value
@@ -216,7 +217,7 @@ class AgentHandlers:
             panel = view.panel("done") if view else EMPTY_PANEL
         if saved:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
-        yield panel, steps_html(steps), world_view(task, steps), verdict, preview, file_list(files), status
+        yield panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status
 
     @staticmethod
     def _progress(run: Run, step: int, doing: str) -> str:
@@ -231,6 +232,9 @@ class AgentHandlers:
         if transcript is None:
             return "Stopped before the end."
         answer = markdown_safe(with_names(transcript.final_answer, world) if transcript.final_answer else "(no answer)")
+        failed = failures_note([f for f in map(failure_of, steps) if f])
+        if failed:                                # the errors behind the answer stay in sight
+            answer += f"\n\n{markdown_safe(failed)}"
         generated = [s.result.stats for s in steps if s.result is not None]
         # engine/metrics.py, every generation of the episode
         cost = f"{summary_line(combined(generated), 'episode', len(generated))} · {len(steps)} step(s)"

@@ -1,10 +1,12 @@
 """What a model can do, said above every input: its capability card and 4-6 example prompts.
 
 A folder under models/ may carry `playground.json` with a "card" (title, summary, trained_on,
-can, cannot) and "examples" (each a prompt, and for the bundled Sprout the held-out task it
-comes from, so the Agent tab can pick that task and Chat starts in that task's world). Other
-sections of the file (e.g. "decoding") are read elsewhere. A catalog preset's card is its
-one-line description with ordinary prompts.
+can, cannot, system_prompts: the system texts it was trained with, [] for none) and "examples"
+(each a prompt, and for the bundled Sprout the held-out task it comes from, so the Agent tab
+can pick that task and Chat starts in that task's world). Other sections of the file (e.g.
+"decoding") are read elsewhere. A catalog preset's card is its one-line description with
+ordinary prompts. Chat warns when its system prompt is one the card says the model does not know
+(`system_prompt_warning`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Card:
     can: list[str] = field(default_factory=list)
     cannot: list[str] = field(default_factory=list)
     examples: list[dict[str, Any]] = field(default_factory=list)   # {"prompt", "task"?}
+    # the system texts the model was trained with ([]: none at all); None: the card does not say
+    system_prompts: list[str] | None = None
 
     @property
     def prompts(self) -> list[str]:
@@ -53,7 +57,9 @@ def _folder_card(folder: Path, name: str) -> Card | None:
         return Card(title=str(card.get("title") or name), summary=str(card.get("summary", "")),
                     trained_on=str(card.get("trained_on", "")), can=[str(c) for c in card.get("can", [])],
                     cannot=[str(c) for c in card.get("cannot", [])],
-                    examples=[e for e in examples if str(e.get("prompt", "")).strip()][:6])
+                    examples=[e for e in examples if str(e.get("prompt", "")).strip()][:6],
+                    system_prompts=None if card.get("system_prompts") is None else
+                    [str(p) for p in card["system_prompts"]])
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         return Card(title=name, summary=f"Its {CARD_FILE} could not be read ({exc}).",
                     examples=[{"prompt": p} for p in GENERAL_EXAMPLES])
@@ -91,4 +97,23 @@ def card_markdown(card: Card) -> str:
         lines.append("*Can:* " + " · ".join(str(escape(c)) for c in card.can))
     if card.cannot:
         lines.append("*Cannot:* " + " · ".join(str(escape(c)) for c in card.cannot))
+    if card.system_prompts is not None:
+        known = " · ".join(f"“{escape(p)}”" for p in card.system_prompts)
+        lines.append(f"*System prompt:* {known}" if known else "*System prompt:* none (it was trained without one)")
     return "\n\n".join(lines)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def system_prompt_warning(card: Card, system: str) -> str:
+    """A warning when `system` is a system text the model's card says it was not trained with
+    ("" when it was, when the box is empty, or when the card does not say)."""
+    system = (system or "").strip()
+    if not system or card.system_prompts is None or any(_same_text(system, p) for p in card.system_prompts):
+        return ""
+    trained = ("was trained without a system prompt" if not card.system_prompts else
+               "was trained with only these system prompts: " + " · ".join(f"“{p}”" for p in card.system_prompts))
+    return str(escape(f"⚠️ {card.title} {trained}, so this one is outside what it knows: its tool calls and "
+                      "answers may break or ignore it. Empty the box to use the model as it was trained."))

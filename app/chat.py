@@ -30,7 +30,7 @@ from world.agent import act
 from world.state import World
 from world.tools import FINISH, call_tool
 
-from .cards import card_for
+from .cards import card_for, system_prompt_warning
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .exports import export_answer
 from .live import TraceView, replay
@@ -167,6 +167,14 @@ def named_answers(entries: list[dict[str, Any]], world: World, structured: bool)
             if e["role"] == "assistant" and not e.get("title") and e.get("shown") else e for e in entries]
 
 
+def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
+    """The warning under the system prompt box: shown when the model's card says it does not know
+    this system prompt (app/cards.py), hidden otherwise."""
+    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)   # escaped text
+    return gr.update(value=f'<div class="dp-notice" role="status">{warning}</div>' if warning else "",
+                     visible=bool(warning))
+
+
 def version_label(versions: dict[str, Any] | None) -> str:
     if not versions or len(versions["items"]) < 2:
         return ""
@@ -249,7 +257,8 @@ class ChatHandlers:
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
         run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
         with run:
-            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None)
+            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None,
+                            system=system)
             run.parts = lambda frame, _lane: turn.part_count(frame)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
@@ -375,7 +384,7 @@ class ChatHandlers:
             raise user_error("There is no finished answer to export yet: run a generation first.")
         title = " ".join(trace.prompt.split())[:60] or "answer"
         files, preview = export_answer(self.ctx.export_dir, trace.result, trace.config, title, trace.prompt,
-                                       trace.model)
+                                       trace.model, known=trace.meta.get("known"))
         return file_list(files), preview
 
     def _save(self, turn: ChatTurn, conversation_id: int | None, spec: dict[str, Any] | None, system: str
@@ -425,8 +434,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
                                      scale=5, info="Drag to any model forward of the last answer.")
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
-            system = gr.Textbox(label="System prompt (optional)", lines=1,
+            system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
                                 info="Text the model reads before the conversation; empty uses the model's own.")
+            system_note = gr.Markdown(visible=False, elem_id="system-warning")
             with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
                 schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
                                     info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
@@ -486,6 +496,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
+    for trigger in (system.change, model.change):     # the card says which system prompts the model knows
+        trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
+                api_visibility="private", **QUIET)
     # an example fills the box (the examples' label says so) and the cursor goes there: Enter sends it
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET).then(
         None, None, None, js=focus_js("#prompt textarea"))

@@ -17,7 +17,7 @@ from world.tools import FINISH
 
 from .live import TraceView, markdown_safe
 from .runs import Run
-from .steps import answer_of, chat_entries, chat_messages
+from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
 from .structured import shown_json
 from .worlds import no_answer_note
 
@@ -29,10 +29,11 @@ class ChatTurn:
     """What one chat turn has so far: the steps done, the generation in progress, its view."""
 
     def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
-                 user: dict[str, Any], structured: bool = False) -> None:
+                 user: dict[str, Any], structured: bool = False, system: str = "") -> None:
         self.run, self.config, self.model, self.message = run, config, model, message
         self.structured = structured              # one answer in a JSON schema's shape (app/structured.py)
         self.history, self.user = history, user
+        self.known = conversation_sources(history + [user], system)   # what a call may copy from
         self.steps: list[Step] = []
         self.backend: Any = None
         self.view = TraceView(frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1,
@@ -44,6 +45,8 @@ class ChatTurn:
         if not self.pending:                      # the first forward of the next reply
             self.view = TraceView.for_run(self.backend, self.config, self.model, self.message,
                                           generation=len(self.steps) + 1)
+            # what this reply could copy from, for the marks in its export (app/steps.py)
+            self.view.meta["known"] = self.known + [s.observation for s in self.steps if s.observation is not None]
             self.pending = True
         self.view.add(frame, self.backend)
 
@@ -73,7 +76,8 @@ class ChatTurn:
         return [{"role": "assistant", "content": text or "…"}]
 
     def chatbot(self) -> list[dict[str, Any]]:
-        entries = [e for step in self.steps for e in chat_entries(step, step.raw_text)]
+        entries = [e for step, (known, failures) in zip(self.steps, step_contexts(self.steps, self.known))
+                   for e in chat_entries(step, step.raw_text, known, failures)]
         return chat_messages(self.history + [self.user] + entries + self._in_flight())
 
     def stop(self) -> None:
@@ -89,7 +93,7 @@ class ChatTurn:
     def entries(self, answer: str | None, early: str) -> list[dict[str, Any]]:
         """The turn's history entries: its steps, then the answer or a note saying why none came."""
         out = []
-        for i, step in enumerate(self.steps):
+        for i, (step, (known, failures)) in enumerate(zip(self.steps, step_contexts(self.steps, self.known))):
             cancelled = step.result is not None and step.result.stats.stop_reason == "cancelled"
             if cancelled:
                 text = answer_of(step) or ""
@@ -98,7 +102,7 @@ class ChatTurn:
                 elif text:              # half a call: its values may be cut mid-id ("P20"), so none is shown
                     out.append({"role": "assistant", "content": "", "shown": CUT_CALL_NOTE, "note": True})
                 continue
-            entries = chat_entries(step, self._reply(i))
+            entries = chat_entries(step, self._reply(i), known, failures)
             if self.structured and answer_of(step) is not None:
                 entries[-1]["shown"] = shown_json(answer_of(step))
             out += entries

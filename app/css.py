@@ -1,6 +1,7 @@
 """The page's CSS: the visualizer's token grid plus the app's panels and tables."""
 
 from visualizer import GRID_CSS
+from visualizer.marks import MARK_CSS
 
 APP_CSS = """
 .dp-panel { min-height: 140px; padding: .6rem .7rem; border: 1px solid rgba(127,127,127,.3); border-radius: 8px; }
@@ -81,4 +82,4 @@ NARROW_CSS = """
 }
 """
 
-CSS = GRID_CSS + APP_CSS + CONTRAST_CSS + PLOT_CSS + NARROW_CSS
+CSS = GRID_CSS + MARK_CSS + APP_CSS + CONTRAST_CSS + PLOT_CSS + NARROW_CSS

@@ -30,12 +30,14 @@ def _folder(root: Path) -> Path:
 
 
 def export_answer(root: Path, result: Result, config: GenerationConfig | dict[str, Any] | None, title: str,
-                  prompt: str, model: str) -> tuple[list[Path], str]:
+                  prompt: str, model: str, known: list[Any] | None = None) -> tuple[list[Path], str]:
     """(files, preview html): the replay and the LaTeX document always; the answer's code when it is
-    LaTeX or HTML, with a sandboxed preview for HTML ("" when there is none)."""
+    LaTeX or HTML, with a sandboxed preview for HTML ("" when there is none). `known`: what the
+    generation could copy from (the conversation, earlier tool responses), so the replay marks a
+    tool call's values found nowhere in it; None when that is not known."""
     folder, name = _folder(root), slug(title)
     files = [folder / f"{name}-replay.html", folder / f"{name}-tokens.tex"]
-    files[0].write_text(standalone_replay_html(result, title, prompt, model, config), encoding="utf-8")
+    files[0].write_text(standalone_replay_html(result, title, prompt, model, config, known=known), encoding="utf-8")
     files[1].write_text(latex_document(result, title, prompt, model), encoding="utf-8")
     kind, code = extract_code(result.text)
     preview = ""

@@ -23,6 +23,7 @@ from .live import REPLAY_MS, TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
+from .steps import call_marks, stored_sources
 from .widgets import PLOT_MIN_WIDTH
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
@@ -80,8 +81,10 @@ def transcript_html(conversation: dict[str, Any]) -> str:
             notes.append(summary_line(numbers, "generation"))          # the labels every view uses (engine/metrics.py)
             if numbers.stop_reason == "cancelled":                     # a value may end mid-id ("P20")
                 content += " ✂ cut off by Stop"
-        calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}</div>').format(
-            c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in turn["tool_calls"])
+        known = stored_sources(conversation, turn["idx"])      # the marks: app/steps.py call_marks
+        calls = Markup("").join(Markup('<div class="dp-call">tool call: <code>{}</code> {}{}</div>').format(
+            c["name"], json.dumps(c["arguments"], ensure_ascii=False), call_marks(c, known))
+            for c in turn["tool_calls"])
         parts.append(Markup('<div class="dp-turn dp-{}"><div class="dp-role">{} {}</div><pre>{}</pre>{}</div>').format(
             turn["role"], turn["role"], " · ".join(notes), content, calls))
     return str(Markup('<div class="dp-transcript">{}</div>').format(Markup("").join(parts)))
@@ -151,6 +154,7 @@ class SessionsHandlers:
             raise user_error("That turn has no generation trace to replay.")
         prompt = next((t["content"] for t in reversed(conversation["turns"][: turn["idx"]]) if t["role"] == "user"), "")
         view = TraceView.from_result(turn["generation"], turn["config"], turn["model"] or "", prompt)
+        view.meta["known"] = stored_sources(conversation, turn["idx"])     # for the replay export's marks
         heatmap, commits = view.plots()
         return view, scrubber_for(view), view.panel("replay"), heatmap, commits
 
@@ -200,7 +204,7 @@ class SessionsHandlers:
         if trace is not None and trace.result is not None:
             title = f"{conversation['kind']} {conversation['id']} {trace.prompt}"[:60]
             answer_files, preview = export_answer(self.ctx.export_dir, trace.result, trace.config, title, trace.prompt,
-                                                  trace.model)
+                                                  trace.model, known=trace.meta.get("known"))
             files += answer_files
         return file_list(files), preview
 

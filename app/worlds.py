@@ -11,7 +11,8 @@ from typing import Any
 
 from world import agent
 from world import entities as E
-from world.state import World, make_world, random_product, world_for
+from world.start import world_for
+from world.state import World, make_world, random_product
 from world.tasks import load_heldout_tasks
 
 BACKGROUND = {"seed": 0, "split": "heldout"}

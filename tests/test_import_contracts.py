@@ -16,7 +16,7 @@ PACKAGES = ("app", "bench", "engine", "kernels", "reference", "sessions", "sprou
 # What each package may import, as in the real tree: the stand-in starts legal.
 LEGAL = {
     "app": "import visualizer.page\nimport sessions.store\nimport world.tools\nimport engine.core\n",
-    "visualizer": "import engine.core\n",
+    "visualizer": "import world.tools\nimport engine.core\n",
     "sessions": "import engine.core\n",
     "world": "import engine.core\nimport sprout.chat\n",
     "bench": "import world.tools\nimport engine.core\nimport reference.loop\n",

@@ -21,7 +21,7 @@ from typing import Any
 
 from world import entities as E
 from world.oracle import Call
-from world.state import world_for
+from world.start import world_for
 from world.tools import call_tool
 
 # Off by default: a run with detours did not beat one without (models/README.md, "Detours").

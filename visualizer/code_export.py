@@ -11,6 +11,9 @@ import re
 
 from markupsafe import Markup, escape
 
+from .blank_page import blank_reason
+from .marks import WARNING
+
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _TEX_LANGS = {"latex", "tex"}
 _HTML_LANGS = {"html", "htm", "xhtml"}
@@ -68,8 +71,12 @@ def _with_csp(html_code: str) -> str:
 
 
 def sandboxed_preview(html_code: str, height_px: int = 480) -> str:
-    """An `<iframe sandbox="" srcdoc="...">` showing `html_code` with scripts and network off."""
-    return str(Markup(
+    """An `<iframe sandbox="" srcdoc="...">` showing `html_code` with scripts and network off; a
+    page that would show nothing comes with the sentence that says why (visualizer/blank_page.py)."""
+    reason = blank_reason(html_code)
+    notice = (Markup('<p class="dp-notice dp-blank-preview" role="status">{} {}</p>').format(WARNING, reason)
+              if reason else Markup(""))
+    return str(notice + Markup(
         '<iframe sandbox="" referrerpolicy="no-referrer" loading="lazy" class="dp-preview" '
         'title="Preview of the generated page (scripts disabled)" '
         'style="width:100%;height:{}px;border:1px solid rgba(127,127,127,.4);border-radius:6px;background:#fff" '

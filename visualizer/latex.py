@@ -35,6 +35,7 @@ _SPECIALS = {
     "\t": " ",
     "\r": "",
 }
+CONTROL_SPACE = "\\ "
 _SPECIAL_RE = re.compile("|".join(re.escape(ch) for ch in _SPECIALS))
 
 
@@ -50,6 +51,14 @@ def latex_escape(text: str) -> str:
     """Text safe to place in a LaTeX paragraph under pdflatex (see the module docstring)."""
     text = "".join(ch if ch in "\n\t\r" else _printable(ch) for ch in text)
     return _SPECIAL_RE.sub(lambda m: _SPECIALS[m.group(0)], text)
+
+
+def coloured_span(colour: str, text: str) -> str:
+    """`text` in `colour`, its spaces kept. xcolor's colour switch ends by skipping the spaces
+    after it, so a token that starts with one (" Park" after "Mia") would lose it; a control
+    space (`\\ `) is not a space token, so nothing skips it."""
+    kept = latex_escape(text).replace(" ", CONTROL_SPACE)
+    return f"\\textcolor{{{colour}}}{{{kept}}}"
 
 
 def _round_colours(count: int) -> list[str]:
@@ -91,10 +100,8 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     colours = _round_colours(len(used))
     colour_of = {r: f"dpround{i}" for i, r in enumerate(used)}
     definitions = "\n".join(f"\\definecolor{{dpround{i}}}{{HTML}}{{{c}}}" for i, c in enumerate(colours))
-    body = "".join(
-        f"\\textcolor{{{colour_of[r] if r is not None else 'dpfill'}}}{{{latex_escape(text)}}}{mark}"
-        for (r, text), mark in zip(spans, marks)
-    )
+    body = "".join(coloured_span(colour_of[r] if r is not None else "dpfill", text) + mark
+                   for (r, text), mark in zip(spans, marks))
     if edit_lines:
         body += ("\n\n\\textbf{Edits} (a decided token rewritten; each position is counted once as decided): "
                  + "; ".join(edit_lines) + ".")

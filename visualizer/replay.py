@@ -21,8 +21,12 @@ from markupsafe import Markup
 
 from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result, block_size_of
+from world.format import ParseError, dumps, parse_call
+from world.provenance import describe, label, unseen_in_call
+from world.tools import FINISH
 
 from .grid import GRID_CSS, block_bounds, has_rewrites, legend_html
+from .marks import MARK_CSS, flag_html
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -107,14 +111,31 @@ def round_ms(frames: int) -> int:
     return max(ROUND_MS, -(-int(MIN_REPLAY_S * 1000) // max(1, frames)))
 
 
+def tool_call_check(text: str, known: list[Any] | None) -> dict[str, Any] | None:
+    """The tool call an answer makes and its mark for values found nowhere in `known` (the
+    conversation and earlier tool responses); None without a call (or finish) or without `known`."""
+    if known is None:
+        return None
+    parsed = parse_call(text)
+    if isinstance(parsed, ParseError) or parsed.name == FINISH:
+        return None
+    call = parsed.to_dict()
+    unseen = unseen_in_call(call, known)
+    return {"text": f"{call['name']} {dumps(call['arguments'])}",
+            "mark": flag_html(label(unseen), describe(unseen)) if unseen else None,
+            "explanation": describe(unseen) if unseen else ""}
+
+
 def standalone_replay_html(
     result: Result,
     title: str,
     prompt: str,
     model_name: str,
     config: GenerationConfig | dict[str, Any] | None = None,
+    known: list[Any] | None = None,
 ) -> str:
-    """One self-contained HTML file replaying `result` frame by frame (no network, no external files)."""
+    """One self-contained HTML file replaying `result` frame by frame (no network, no external files).
+    With `known` (what the generation could copy from), a tool call's unseen values are marked."""
     script = _player_script()
     # Markup: built from constants and a base64 digest only, and its quotes must stay literal.
     csp = Markup(f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash(script)}; "
@@ -124,7 +145,7 @@ def standalone_replay_html(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
         numbers=summary_line(result.stats, "generation") if result.stats else "", config=_config_dict(config),
         legend=legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames)),
-        css=Markup(GRID_CSS + PAGE_CSS),
+        css=Markup(GRID_CSS + MARK_CSS + PAGE_CSS), tool_call=tool_call_check(result.text, known),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),
     )

@@ -37,7 +37,8 @@ from world.format import (
     system_prompt,
 )
 from world.grader import grade, grade_document
-from world.state import World, world_for
+from world.start import world_for
+from world.state import World
 from world.tools import FINISH, call_tool
 
 DEFAULT_MAX_STEPS = 8
@@ -100,8 +101,9 @@ def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
 
 def one_request(backend: Any) -> bool:
     """Whether the model's weights declare that they read one request per conversation (the
-    shipped Sprout twins until retrained on conversations: engine/backends/sprout.py)."""
-    return backend.one_request_per_chat
+    shipped Sprout twins until retrained on conversations: engine/backends/sprout.py). No backend
+    (a scripted model) reads the whole conversation."""
+    return backend is not None and backend.one_request_per_chat
 
 
 def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ replay differs is dropped and the next one tried.
 A conversation is JSON: {id, split, phrasing, world: {seed, setup}, turns: [{intent, domain,
 instruction, slots, gold_actions, outputs, no_tools?}]}; `turn_task(conversation, k)` is
 request k as a task the grader reads, whose world starts where the gold of requests < k left it
-(state.world_for reads `world.before`).
+(start.world_for reads `world.before`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from world import followups as F
 from world import grammar, tasks
 from world.format import render_call, render_chat, render_response
 from world.oracle import Call, exact_matches, policy_for
-from world.state import World, world_for
+from world.start import world_for
+from world.state import World
 from world.templates import INSTRUCTIONS
 from world.tools import FINISH, call_tool
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from world.documents import check_document
-from world.state import World, world_for
+from world.start import world_for
+from world.state import World
 from world.tools import FINISH, call_tool
 
 ERROR_TYPES = ("parse_error", "wrong_tool", "missing_arg", "wrong_value", "loop", "step_limit")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from world.format import render_call
-from world.state import world_for
+from world.start import world_for
 from world.templates import ANSWERS, OUTSIDE_OUTPUTS
 from world.tools import FINISH, call_tool
 

@@ -143,16 +143,3 @@ def _background(seed: int, split: str) -> World:
     for _ in range(BACKGROUND["activities"]):
         world.activities[world.new_id("activity")] = rng.choice(E.ACTIVITY_STATUSES)
     return world
-
-
-def world_for(task: dict[str, Any]) -> World:
-    """The exact starting state of a task. A request inside a conversation starts where the
-    earlier requests' gold calls left the world (`world.before`, world/conversations.py)."""
-    world_spec = task["world"]
-    world = make_world(world_spec["seed"], task["split"]).apply(world_spec.get("setup", {}))
-    if world_spec.get("before"):
-        from world.tools import call_tool  # tools.py imports this module
-
-        for action in world_spec["before"]:
-            call_tool(world, action["name"], action["arguments"])
-    return world

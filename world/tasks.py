@@ -4,7 +4,7 @@ finds by executing against the world.
 A task is JSON: {id, domain, intent, split, instruction, world: {seed, setup}, slots,
 gold_actions, outputs}. `slots` holds what the instruction says as structured values (what
 the oracle reads); `world.setup` holds the scenario entities added to the seed's background
-world (state.world_for). Every entity value is drawn from the task's split (entities.py).
+world (start.world_for). Every entity value is drawn from the task's split (entities.py).
 Shop scenarios list near misses (2 of style / colour / size match) next to the exact match, so
 picking an id means comparing attributes; only an absent-product request (shop_absent) asks for a
 style the world does not stock, and a shop_unknown request for clothes it never sells (a

@@ -16,7 +16,7 @@ from app.api.canvas import MASK_GLYPH
 from engine.catalog import models_dir
 from world.format import CALL_OPEN, render_response
 from world.grader import grade
-from world.state import world_for
+from world.start import world_for
 from world.tasks import load_heldout_tasks
 from world.tools import FINISH, call_tool, openai_tools
 

@@ -434,7 +434,8 @@ def test_a_malformed_call_is_a_parse_error_card_not_an_answer(ctx):
     final = ask(ChatHandlers(ctx), "Show my cart")[-1]
     card, answer = final[OUT["chatbot"]][-2:]
     assert card["metadata"]["title"] == "Parse error: malformed_json" and "not valid JSON" in card["content"]
-    assert answer["content"] == "Your cart is empty." and "metadata" not in answer
+    assert answer["content"].startswith("Your cart is empty.") and "metadata" not in answer
+    assert "Before this answer a tool step failed: a reply did not parse (malformed_json)" in answer["content"]
 
 
 def test_new_chat_starts_a_new_conversation_world_and_context(ctx):

@@ -11,7 +11,7 @@ from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import conversation_oracle_target, world_format
 from world import conversations as C
-from world.state import world_for
+from world.start import world_for
 
 SETTINGS = (128, 32, 32, "threshold", 0.9, 0.0, 0)
 

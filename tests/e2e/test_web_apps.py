@@ -19,7 +19,7 @@ from tests.e2e.chromium import BROWSER_MARKS
 from tests.world.scripted import wrong_tool, wrong_value
 from world.agent import run_episode
 from world.oracle import OracleModel
-from world.state import world_for
+from world.start import world_for
 from world.tasks import load_heldout_tasks
 from world.tools import TOOLS_BY_NAME, call_tool
 from world.webapps.apps import APP_TOOLS

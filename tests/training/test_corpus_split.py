@@ -17,7 +17,7 @@ from world import entities as E
 from world.agent import run_episode
 from world.format import assistant_spans, parse_call, render_chat
 from world.oracle import OracleModel, solve
-from world.state import world_for
+from world.start import world_for
 from world.tasks import (
     AGENT_INTENTS,
     ALL_INTENTS,

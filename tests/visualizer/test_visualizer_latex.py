@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import shutil
 import string
+import subprocess
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.trace import Frame, Result, Stats
 from tests.visualizer.test_visualizer_traces import make_result
 from visualizer.latex import latex_document, latex_escape
 from world.pdflatex import compile_untrusted
@@ -94,7 +96,7 @@ def test_document_structure_and_colours():
     for r in range(3):  # the hand trace decides tokens in rounds 1, 2 and 3
         assert f"\\definecolor{{dpround{r}}}" in doc and f"round {r + 1}" in doc
     assert r"\textcolor{dpround1}{Hello}" in doc  # "Hello" was decided in round 2
-    assert r"\textcolor{dpround0}{\textless{}img src=x onerror=alert(1)\textgreater{}}" in doc
+    assert r"\textcolor{dpround0}{\textless{}img\ src=x\ onerror=alert(1)\textgreater{}}" in doc
     body = doc.split("\\begin{document}")[1]
     assert unescaped_problems(body.replace("~round", " round")) == []
 
@@ -113,3 +115,43 @@ def test_document_compiles_with_pdflatex(tmp_path):
     compiled = compile_untrusted(doc, timeout_s=120)      # model text inside: compiled in the sandbox
     assert compiled.ok, compiled.log[-3000:]
     assert compiled.pdf
+
+
+# A resume as Sprout tokenizes it: words that follow a space carry it at their start.
+RESUME_PIECES = ["\\", "section", "*{", "M", "ia", " Park", "}", "\n", "Python", ",", " SQL", ",", " Excel",
+                 "\n", "two", "  ", "spaces", "\t", "tab"]
+
+
+def resume_result(one_round_each: bool) -> Result:
+    """Each token its own colour (a round of its own) or every token in round 1."""
+    ids = list(range(len(RESUME_PIECES)))
+    committed = [(i, i, 0.9) for i in ids]
+    frames = ([Frame(nfe=i + 1, block=0, round=i, committed=[c], canvas=ids, elapsed_s=0.01 * (i + 1))
+               for i, c in enumerate(committed)] if one_round_each else
+              [Frame(nfe=1, block=0, round=0, committed=committed, canvas=ids, elapsed_s=0.01)])
+    return Result(token_ids=ids, text="".join(RESUME_PIECES), frames=frames, mask_id=None,
+                  pieces=dict(enumerate(RESUME_PIECES)),
+                  stats=Stats(nfe=len(frames), new_tokens=len(ids), tokens_per_forward=1.0, seconds=0.1,
+                              tokens_per_s=190.0, first_token_s=0.01, stop_reason="eos"))
+
+
+def test_a_token_that_starts_with_a_space_keeps_it_in_the_source():
+    doc = latex_document(resume_result(True), "t", "p", "m")
+    assert r"\textcolor{dpround5}{\ Park}" in doc
+    assert r"\textcolor{dpround15}{\ \ }" in doc           # two spaces stay two
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
+                    reason="pdflatex or pdftotext is not installed (apt-get install texlive-latex-base poppler-utils)")
+@pytest.mark.parametrize("one_round_each", [True, False], ids=["a-colour-per-token", "one-colour"])
+def test_spaces_between_tokens_survive_into_the_pdf(tmp_path, one_round_each):
+    """Compiled without shell escape, the PDF's text has the answer's spaces: "Mia Park", not
+    "MiaPark" (xcolor's colour switch skips the spaces that follow it)."""
+    compiled = compile_untrusted(latex_document(resume_result(one_round_each), "Resume", "p", "m"), timeout_s=120)
+    assert compiled.ok, compiled.log[-3000:]
+    (tmp_path / "doc.pdf").write_bytes(compiled.pdf)
+    text = subprocess.run(["pdftotext", str(tmp_path / "doc.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "\\section*{Mia Park}" in text
+    assert "Python, SQL, Excel" in text
+    assert "tab" in text and "twospaces" not in text

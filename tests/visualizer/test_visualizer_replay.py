@@ -196,3 +196,23 @@ def test_player_draws_aligned_blocks_at_their_real_bounds():
     out = subprocess.run(["node", "-e", program], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["boxes"] == [1, 4, 3]
+
+
+def replay_of_call(arguments: dict, known):
+    from world.format import render_call
+
+    result = make_result()
+    result.text = render_call("checkout_guest", arguments)
+    return standalone_replay_html(result, "t", "p", "m", CONFIG, known=known)
+
+
+def test_a_replayed_tool_call_marks_values_found_nowhere_before_it():
+    request = "Check out: Mia Park, mia@example.com, 12 Oak Street."
+    miscopied = {"name": "Mia Park", "email": "<b>mia.exam@post.io</b>", "address": "12 Oak Street"}
+    page = replay_of_call(miscopied, [request])
+    assert "<h2>Tool call</h2>" in page and 'class="dp-flag"' in page
+    assert "not seen before: email = &lt;b&gt;mia.exam@post.io&lt;/b&gt;" in page      # model text is escaped
+    assert "<b>mia.exam" not in page
+    copied = replay_of_call({"name": "Mia Park", "email": "mia@example.com", "address": "12 Oak Street"}, [request])
+    assert "Every value of this call appears" in copied and 'class="dp-flag"' not in copied
+    assert "<h2>Tool call</h2>" not in replay_of_call(miscopied, None)          # without the context, no claim

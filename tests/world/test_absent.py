@@ -17,7 +17,7 @@ from world import grammar
 from world.agent import run_episode
 from world.grader import grade
 from world.oracle import OracleModel
-from world.state import world_for
+from world.start import world_for
 from world.tasks import (
     ABSENT_INTENT,
     ABSENT_PATH,

@@ -13,7 +13,7 @@ from tests.world.scripted import babbling_ar, oracle_diffusion
 from world.tasks import load_heldout_tasks, validation_tasks
 
 FIELDS = {"attempts", "successes", "success_rate", "pass_hat_3", "median_task_s", "p90_task_s", "mean_nfe",
-          "tokens_per_forward", "forwards_per_call", "scaffold", "errors"}
+          "tokens_per_forward", "forwards_per_call", "scaffold", "errors", "edits"}
 CONFIG = GenerationConfig(gen_length=256, block_size=32, steps=32, sampler="threshold", threshold=0.9)
 
 

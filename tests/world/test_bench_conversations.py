@@ -3,7 +3,8 @@ the oracle standing in for a model (through the real generation loop) and a babb
 
 import json
 
-from bench.agent import main, run_conversation_benchmark, table
+from bench import main
+from bench.agent import run_conversation_benchmark, table
 from engine.trace import GenerationConfig
 from tests.world.scripted import babbling_ar, oracle_conversations
 from world import conversations as C

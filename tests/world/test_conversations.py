@@ -12,7 +12,7 @@ from world.agent import run_conversation
 from world.format import render_call
 from world.grader import replay
 from world.oracle import OracleModel
-from world.state import world_for
+from world.start import world_for
 from world.tasks import write_task_list
 
 CONFIG = GenerationConfig()

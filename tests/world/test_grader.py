@@ -7,7 +7,7 @@ from engine.trace import GenerationConfig
 from tests.world.scripted import FAILURES
 from world.agent import run_episode
 from world.grader import answer_contains, gold_end_state, grade, replay
-from world.state import world_for
+from world.start import world_for
 from world.tasks import AGENT_INTENTS, make_task
 
 TASKS = [make_task(intent, split, seed) for intent in AGENT_INTENTS for split, seed in (("train", 1), ("heldout", 2))]

@@ -11,7 +11,7 @@ from tests.world.heldout_values import assert_heldout_values
 from world import grammar
 from world.agent import run_episode
 from world.oracle import OracleModel
-from world.state import world_for
+from world.start import world_for
 from world.tasks import (
     OUTSIDE_INTENTS,
     PHRASING_INTENTS,

@@ -5,7 +5,8 @@ import pytest
 
 from world import entities as E
 from world.format import full_system_prompt, render_response
-from world.state import make_world, world_for
+from world.start import world_for
+from world.state import make_world
 from world.tools import FUNCTIONS, TOOLS, argument_order, call_tool, openai_tools
 
 EXPECTED = {
