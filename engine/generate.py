@@ -51,6 +51,8 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
             f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
             f"or the generation length."
         )
+    if config.cache not in getattr(backend, "cache_modes", ("none",)):
+        raise ConfigError(cache_refusal(backend, config.cache))
     if getattr(backend, "remote", False):      # served elsewhere (engine/backends/remote.py)
         if config.scaffolded:
             raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
@@ -66,6 +68,16 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
     if backend.kind == "autoregressive":
         return _autoregressive(backend, prompt, config)
     raise BackendError(f"Backend {backend.name} has kind {backend.kind!r}; expected diffusion or autoregressive.")
+
+
+def cache_refusal(backend, cache: str) -> str:
+    """Why `backend` cannot decode with the `cache` cache, as a sentence."""
+    if backend.kind != "diffusion" or getattr(backend, "supports_aligned_blocks", False) or not hasattr(
+            backend, "cache_modes"):
+        return (f"{backend.name} cannot use the {cache} cache: only full-attention diffusion models (LLaDA, "
+                f"Dream) can; it decodes another way (keeping its own cache where it has one). Set cache to none.")
+    return (f"{backend.name} cannot use the {cache} cache: its forward takes no keys and values to reuse. "
+            f"Set cache to none.")
 
 
 def run(
@@ -112,10 +124,13 @@ def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, le
 # --------------------------------------------------------------------------- diffusion
 
 @torch.inference_mode()
-def _start_canvas(backend, prompt: list[int], length: int, aligned_to: int | None = None) -> torch.Tensor:
+def _start_canvas(backend, prompt: list[int], length: int, aligned_to: int | None = None,
+                  cache: str = "none") -> torch.Tensor:
     ids = torch.tensor([prompt], dtype=torch.long, device=backend.device)     # (1, P)
     if aligned_to:
         backend.prefill(ids, block_size=aligned_to)
+    elif cache != "none":
+        backend.prefill(ids, cache=cache)
     else:
         backend.prefill(ids)
     return torch.full((1, length), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
@@ -163,6 +178,19 @@ def block_slices(prompt_length: int, config: GenerationConfig) -> list[slice]:
 
 
 @torch.inference_mode()
+def _score_row(config: GenerationConfig, prompt_length: int, length: int, block: slice, span: slice,
+               round_index: int) -> tuple[int, int]:
+    """Where the span sits in the row upstream ranks with torch.topk, and the row's length: prompt
+    + canvas, except in a cached round (not a block's first), where Fast-dLLM ranks over what that
+    forward fed: the block and the suffix (prefix cache) or the block alone (dual cache). Only
+    exact ties between confidences see the difference."""
+    if config.cache == "none" or round_index == 0:
+        return prompt_length + span.start, prompt_length + length
+    end = length if config.cache == "prefix" else block.stop
+    return span.start - block.start, end - block.start
+
+
+@torch.inference_mode()
 def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: GenerationConfig, round_index: int,
                    schedule: list[int], generator: torch.Generator, window: slice | None = None,
                    prompt_length: int = 0) -> list[tuple[int, int, float]]:
@@ -194,7 +222,7 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
                                 untempered_confidence=config.untempered_confidence, never=backend.mask_id,
                                 dtype=dtype)
         chosen = select(config, probs, tokens, masked, round_index, schedule, generator,
-                        row=(prompt_length + span.start, prompt_length + canvas.shape[1]))
+                        row=_score_row(config, prompt_length, canvas.shape[1], block, span, round_index))
         conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
     toks = tokens[picked]
@@ -225,7 +253,8 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
         raise ConfigError(f"{backend.name} cannot align blocks to the prompt (only block-causal models can): "
                           f"turn aligned blocks off.")
     blocks = block_slices(len(prompt), config)
-    canvas = _start_canvas(backend, prompt, blocks[-1].stop, config.block_size if config.aligned_blocks else None)
+    canvas = _start_canvas(backend, prompt, blocks[-1].stop, config.block_size if config.aligned_blocks else None,
+                           config.cache)
     mask_id = backend.mask_id
     schedule = transfer_schedule(config.block_size, config.steps)             # over a whole block, as SDAR
     frames: list[Frame] = []
