@@ -82,7 +82,11 @@ class FullAttentionBackend(HFTextMixin):
             return logits[:, p + start - shift: p + stop - shift].float()  # (1, len(block), V)
         if self._cached_block != (start, stop):                       # the block's first forward: record
             self.kv = WindowCache()
-            logits = self._forward(x, cache=self.kv)                  # (1, P + L, V)
+            try:
+                logits = self._forward(x, cache=self.kv)              # (1, P + L, V)
+            except Exception as exc:  # noqa: BLE001 - remote code refuses a cache its own way (LLaDA's asserts)
+                raise BackendError(f"{self.name} refused the {self.cache_mode} cache ({type(exc).__name__}): its "
+                                   f"code keeps no keys and values for reuse. Set cache to none.") from exc
             self.kv.check_recorded(getattr(self.model.config, "num_hidden_layers", None), self.name)
             self._cached_block = (start, stop)
             return logits[:, p + start - shift: p + stop - shift].float()

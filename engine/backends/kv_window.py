@@ -20,7 +20,7 @@ of its masks became tokens; a fresh forward would give every position new keys a
 cache keeps the prefix's (and with dual, the suffix's) from the block start. The first round of
 each block is the full forward, equal to the no-cache loop's; from the second round on the logits
 differ, by how much those stale rows would have moved. At the next block start everything is
-recomputed, so the cache then equals a fresh computation (tests/test_cache_llada.py checks both).
+recomputed, so the cache then equals a fresh computation (tests/test_upstream_fast_dllm_cache.py checks both).
 
 How the keys and values are reached: through transformers' cache interface. A transformers-style
 attention layer calls `cache.update(key_states, value_states, layer_idx, ...)` with its rotated
