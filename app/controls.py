@@ -1,5 +1,5 @@
 """The generation controls every tab shows, built once: one named mapping (name -> component)
-with an `info=` line on each, every sampler's parameter, top-p / top-k, the playback pace,
+with an `info=` line on each, every sampler's parameter, top-p / top-k, the playback pace, the cache,
 named presets (built in, and saved in the session store), and a short "How this works".
 
 `generation_controls` is called inside a tab's layout; the tab hands the returned mapping's
@@ -15,6 +15,7 @@ import gradio as gr
 
 from engine.metrics import LABELS, MEANINGS
 from engine.samplers import SAMPLERS
+from engine.trace import CACHE_MODES
 from visualizer.escape import markdown_text
 
 from .settings import RANGES, SAMPLER_CHOICES
@@ -35,14 +36,22 @@ INFO = {
     "top_p": "Sample only from the likeliest tokens whose probabilities add up to p (1 = all). Needs temperature > 0.",
     "top_k": "Sample only from the k likeliest tokens (0 = off). Needs temperature > 0.",
     "seed": "Seeds the sampling noise and random_order, so a run can be repeated exactly.",
+    "cache": "LLaDA and Dream only (full attention): prefix keeps the keys and values before the block from its "
+             "first round, dual also the masked rest's; fewer positions computed per forward, answers not "
+             "the same as none (the reference). Other models: none.",
     "pace_ms": "Playback pace: how long each round stays on screen (0 = as fast as it computes). It changes what "
                "you see, never the measured times.",
 }
 # The order of the returned mapping (and so of a run's API inputs), whatever the layout.
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
-         "top_p", "top_k", "seed", "pace_ms")
+         "top_p", "top_k", "seed", "pace_ms", "cache")
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
+_CACHES = ("with **none**, every round re-reads the prompt and the whole canvas. Fast-dLLM's **prefix** cache "
+           "runs the whole sequence once at a block's first round and keeps the keys and values of everything "
+           "before the block; later rounds feed only the block and what follows it. **dual** also keeps the "
+           "masked rest's, so later rounds feed the block alone. Attention looks both ways, so those kept values "
+           "go stale as the block fills in: the answers can differ from none's, and are refreshed at every block.")
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
              "every round of every block is a frame.")
 
@@ -65,7 +74,8 @@ def how_it_works() -> str:
         "block is done when no mask is left, and the next block starts from it. **Steps** is how many rounds "
         "a block may take. More tokens per round means fewer forwards (faster), at some risk to quality.\n\n"
         f"**Samplers** (what each commits per round):\n{rules}\n\n"
-        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n**The numbers**:\n{numbers}"
+        f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n**Cache** (LLaDA, Dream): {_CACHES}\n\n"
+        f"**The numbers**:\n{numbers}"
     )
 
 
@@ -118,6 +128,10 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         if with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")
+    if with_sampling:                                  # the agent tab runs Sprout models, which keep no such cache
+        with gr.Row():
+            controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
+                                            info=INFO["cache"], elem_id=f"{prefix}-cache")
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 

@@ -27,7 +27,7 @@ RANGES = {
 PACE_MS = 200
 DEFAULTS: dict[str, Any] = {
     "gen_length": 64, "factor": 1.0, "entropy_bound": 0.5, "top_p": 1.0, "top_k": 0, **bundled_decoding(),
-    "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS,
+    "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS, "cache": "none",
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}
 SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]
