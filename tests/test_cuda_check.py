@@ -20,7 +20,8 @@ def load_script():
 def test_the_check_runs_on_the_cpu(capsys):
     check = load_script()
     code = check.main(["--device", "cpu", "--hidden", "32", "--layers", "1", "--gen-length", "8", "--block-size", "4",
-                       "--repeats", "1", "--only", "llada", "fast_dllm_v2", "--dtype", "bfloat16", "--caches", "none", "dual"])
+                       "--repeats", "1", "--only", "llada", "fast_dllm_v2", "--dtype", "bfloat16",
+                       "--caches", "none", "dual"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report["dtype"] == "torch.bfloat16" and report["gpu"] is None          # the dtype CUDA runs in
