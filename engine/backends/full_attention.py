@@ -68,7 +68,8 @@ class FullAttentionBackend(HFTextMixin):
         self.positions_computed = 0
 
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
-        """Logits (1, len(block), V) for the block, from one forward over prompt + canvas (1, P + L)."""
+        """Logits (1, len(block), V) for the block, from one forward over prompt + canvas (1, P + L);
+        with a cache, over its window of it after the block's first forward (kv_window.py)."""
         if self._prompt is None:
             raise BackendError("denoise was called before prefill: start a generation with prefill(prompt_ids).")
         canvas = as_batch(canvas).to(self.device)
@@ -87,7 +88,7 @@ class FullAttentionBackend(HFTextMixin):
             except Exception as exc:  # noqa: BLE001 - remote code refuses a cache its own way (LLaDA's asserts)
                 raise BackendError(f"{self.name} refused the {self.cache_mode} cache ({type(exc).__name__}): its "
                                    f"code keeps no keys and values for reuse. Set cache to none.") from exc
-            self.kv.check_recorded(getattr(self.model.config, "num_hidden_layers", None), self.name)
+            self.kv.check_recorded(getattr(getattr(self.model, "config", None), "num_hidden_layers", None), self.name)
             self._cached_block = (start, stop)
             return logits[:, p + start - shift: p + stop - shift].float()
         lo, hi = window_of(self.cache_mode, slice(start, stop), p, x.shape[1], shift)
