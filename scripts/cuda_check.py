@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", help="random model names to check (default: all)")
     p.add_argument("--caches", nargs="*", default=["none", "prefix", "dual"], choices=["none", "prefix", "dual"],
                    help="cache modes for the full-attention decodings (default: all three)")
+    p.add_argument("--cached-decodings", nargs="*", default=list(CACHED), choices=list(CACHED),
+                   help="the decodings the caches run with (default: every full-attention one)")
     p.add_argument("--dtype", choices=("auto", "bfloat16", "float32"), default="auto",
                    help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.base.pick_dtype)")
     args = p.parse_args(argv)
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.dtype != "auto":
             backend.model.to(getattr(torch, args.dtype))
         report["dtype"] = str(next(backend.model.parameters()).dtype)
-        for decoding, cache in [(d, c) for d in CHECKS[name] for c in (args.caches if d in CACHED else ["none"])]:
+        runs = [(d, c) for d in CHECKS[name] for c in (args.caches if d in args.cached_decodings else ["none"])]
+        for decoding, cache in runs:
             key = decoding if cache == "none" else f"{decoding}+{cache}"
             entry: dict[str, Any] = {"model": f"random:{name}", "cache": cache}
             entry["equality"] = equality(backend, decoding, gen_length=args.gen_length, block_size=args.block_size,
