@@ -1,6 +1,6 @@
 """The Agent tab: a model acts in the shop / back-office world one tool call per step, live.
 
-`engine.agent.run_episode` drives the model through callbacks, so it runs in the run path's
+`world.agent.run_episode` drives the model through callbacks, so it runs in the run path's
 worker (app/runs.py), which hands frames and finished steps to the handler at the chosen pace;
 the handler draws the denoising of the current tool call, each parsed call and the tool's
 response, the world state, and for benchmark tasks the grader's verdict. A run starts by
@@ -14,13 +14,13 @@ from typing import Any
 
 import gradio as gr
 
-from engine.agent import DEFAULT_MAX_STEPS, Step, run_episode
-from engine.generate import summarize
 from engine.metrics import combined, summary_line
+from engine.result import summarize
 from engine.trace import ConfigError, GenerationConfig
-from engine.world.state import world_for
-from engine.world.tasks import load_heldout_tasks, make_task
-from engine.world.tools import FINISH, call_tool
+from world.agent import DEFAULT_MAX_STEPS, Step, run_episode
+from world.state import world_for
+from world.tasks import load_heldout_tasks, make_task
+from world.tools import FINISH, call_tool
 
 from .cards import card_for
 from .chat import EMPTY_PANEL, failure, file_list

@@ -2,7 +2,7 @@
 denoising panel, Stop, Regenerate (earlier versions stay browsable), Edit last, New chat, a
 scrubber over the last generation, and its export.
 
-A turn is the agent loop (`engine.agent.act`) with plain text allowed as the answer: when the
+A turn is the agent loop (`world.agent.act`) with plain text allowed as the answer: when the
 model writes a tool call, the app runs it on the conversation's world and the model goes on,
 until it answers in text or calls `finish`. The turn streams through the one run path
 (app/runs.py) and is stored in one exchange. The world starts from the held-out task whose
@@ -22,12 +22,12 @@ from typing import Any
 
 import gradio as gr
 
-from engine.agent import act
 from engine.backends.base import BackendError
 from engine.trace import ConfigError
-from engine.world.state import World
-from engine.world.tools import FINISH, call_tool
 from sessions import StoreError
+from world.agent import act
+from world.state import World
+from world.tools import FINISH, call_tool
 
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL, ChatTurn

@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine.agent import Step
-from engine.generate import summarize
 from engine.metrics import combined, summary_line
+from engine.result import summarize
 from engine.trace import GenerationConfig
-from engine.world.format import EOS, render_call
-from engine.world.tools import FINISH
+from world.agent import Step
+from world.format import EOS, render_call
+from world.tools import FINISH
 
 from .live import TraceView, markdown_safe
 from .runs import Run

@@ -19,10 +19,12 @@ from typing import Any
 import gradio as gr
 from markupsafe import Markup
 
-from engine.generate import generate, summarize
+from engine.generate import generate
 from engine.metrics import LABELS, Ends, formatted, numbers
+from engine.result import summarize
 from engine.trace import ConfigError, GenerationConfig, Result
 from visualizer import race_plot
+from world.format import TOOL_CALLS
 
 from .cards import card_for
 from .chat import EMPTY_PANEL, failure
@@ -145,7 +147,7 @@ class CompareHandlers:
                 racers = []
                 for name in names:
                     backend = backends[name]
-                    frames = generate(backend, encode_prompt(backend, messages), config)
+                    frames = generate(backend, encode_prompt(backend, messages), config, TOOL_CALLS)
                     racers.append(Racer(name, backend, frames, TraceView.for_run(backend, config, name, prompt)))
                 with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second) as run:
                     yield from self._race(run, racers, config, prompt)

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from engine.metrics import LABELS, MEANINGS
-from engine.samplers import SAMPLERS
+from engine.sampler_table import SAMPLERS
 from engine.trace import CACHE_MODES
 from visualizer.escape import markdown_text
 

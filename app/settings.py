@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.catalog import bundled_decoding
-from engine.samplers import SAMPLERS
+from engine.sampler_table import SAMPLERS
 from engine.trace import ConfigError, GenerationConfig, shown_value
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.

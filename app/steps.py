@@ -1,4 +1,4 @@
-"""Tool steps (engine.agent.Step) as the Chat and Agent tabs show and store them.
+"""Tool steps (world.agent.Step) as the Chat and Agent tabs show and store them.
 
 A step is one reply of the model: a tool call and the tool's response, a typed parse error and
 the error the model reads back, a `finish` call, or plain text. Chat shows each call as a
@@ -14,11 +14,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from engine.agent import Step
 from engine.trace import GenerationConfig
-from engine.world.format import EOS, render_response
-from engine.world.tools import FINISH
 from visualizer import extract_code
+from world.agent import Step
+from world.format import EOS, render_response
+from world.tools import FINISH
 
 from .live import markdown_safe
 from .runs import Turn

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.agent import Step, prompt_ids_for
 from engine.generate import run
 from engine.trace import ConfigError, Frame, GenerationConfig
+from world.agent import Step, prompt_ids_for
 
 from .steps import answer_of
 
@@ -103,7 +103,7 @@ def shown_json(text: str) -> str:
 def structured_answer(backend: Any, messages: list[dict[str, str]], config: GenerationConfig, *,
                       on_step: Callable[[Step], None], on_frame: Callable[[Frame], None]) -> tuple[str | None, str]:
     """One generation under the schema's scaffold (the schema is on `config`); returns what
-    `engine.agent.act` returns: (the answer or None, why there is none or "")."""
+    `world.agent.act` returns: (the answer or None, why there is none or "")."""
     started = time.perf_counter()
     try:
         result = run(backend, prompt_ids_for(backend, messages), config, on_frame=on_frame)

@@ -9,9 +9,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from engine.world import entities as E
-from engine.world.state import World, make_world, random_product, world_for
-from engine.world.tasks import load_heldout_tasks
+from world import entities as E
+from world.state import World, make_world, random_product, world_for
+from world.tasks import load_heldout_tasks
 
 BACKGROUND = {"seed": 0, "split": "heldout"}
 PER_STYLE = 3                 # products of every style in the Chat's world, each in its own colour

@@ -92,18 +92,18 @@ class Decoding:
 _UPSTREAM_RULES = {"untempered_confidence": True, "keep_mask_logit": True, "steps_cap": False}
 DECODINGS: dict[str, Decoding] = {d.name: d for d in (
     Decoding("llada", "ML-GSAI/LLaDA generate.py @ b7e6c3565f194352da44b38dd12b6970597309f3",
-             {**_UPSTREAM_RULES, "sampler": "low_confidence"}, "tests/test_upstream_llada.py"),
+             {**_UPSTREAM_RULES, "sampler": "low_confidence"}, "tests/reference/test_upstream_llada.py"),
     Decoding("fast_dllm_threshold", "NVlabs/Fast-dLLM llada/generate.py @ 24cc59e75f20a6384bae8c905965bb090b96388e",
-             {**_UPSTREAM_RULES, "sampler": "threshold", "threshold": 0.9}, "tests/test_upstream_llada.py"),
+             {**_UPSTREAM_RULES, "sampler": "threshold", "threshold": 0.9}, "tests/reference/test_upstream_llada.py"),
     Decoding("fast_dllm_factor", "NVlabs/Fast-dLLM llada/generate.py get_transfer_index_dynamic (after 24cc59e)",
-             {**_UPSTREAM_RULES, "sampler": "factor", "factor": 1.0}, "tests/test_upstream_llada.py"),
+             {**_UPSTREAM_RULES, "sampler": "factor", "factor": 1.0}, "tests/reference/test_upstream_llada.py"),
     # SDAR: tempered confidence, strict > threshold or the scheduled top k (not capped at the masks
     # left: decided tokens may be re-sampled, as SDAR's code does), blocks aligned to the prompt,
     # probabilities in the model's dtype (SDAR's lm_head output is not cast).
     Decoding("sdar", "JetAstra/SDAR generate.py block_diffusion_generate @ c2041a8333333d685f6e15122c84f60f51f85ebd",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k_uncapped",
               "model_dtype_probs": True, "threshold": 0.85},
-             "tests/test_upstream_sdar.py"),
+             "tests/reference/test_upstream_sdar.py"),
     # Fast-dLLM v2: SDAR's alignment, plus the greedy first token, 8-token sub-blocks, and its
     # block count (gen_length // block + P // block: the prompt's tail counts toward gen_length),
     # sampling in the logits' dtype (bf16) with its nucleus on the probabilities.
@@ -111,18 +111,19 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              {"keep_mask_logit": True, "aligned_blocks": True, "greedy_first_token": True, "sub_block_size": 8,
               "tail_in_length": True, "steps_cap": False, "sampler": "threshold_strict", "threshold": 0.9,
               "top_p": 0.95, "model_dtype_probs": True},
-             "tests/test_upstream_fast_dllm_v2.py"),
+             "tests/reference/test_upstream_fast_dllm_v2.py"),
     # LLaDA2.0: SDAR's rule (top k capped at the masks left) over the whole sequence, no cache,
     # probabilities in the logits' dtype (its forward casts them to float32).
     Decoding("llada2", "inclusionAI/LLaDA2.0-mini modeling_llada2_moe.py generate (hub; copy @ f1cb636 in "
              "yks23/Information-Gain-Sampler)",
              {"keep_mask_logit": True, "aligned_blocks": True, "sampler": "threshold_or_top_k",
               "model_dtype_probs": True, "threshold": 0.95},
-             "tests/test_upstream_llada2.py"),
+             "tests/reference/test_upstream_llada2.py"),
     # Dream: the whole canvas as one block (block_size = gen_length), Dream's truncating schedule.
     Decoding("dream", "Dream-org/Dream-v0-Instruct-7B generation_utils.py _sample (hub; read from copies), "
              "alg='entropy' as DreamLM/Dream @ fac0a7f demo_completion.py calls it",
-             {"keep_mask_logit": True, "sampler": "entropy", "schedule": "dream"}, "tests/test_upstream_dream.py"),
+             {"keep_mask_logit": True, "sampler": "entropy", "schedule": "dream"},
+             "tests/reference/test_upstream_dream.py"),
 )}
 
 # Caches: LLaDA's generate.py and Dream's demo_completion.py decode without one, so these presets

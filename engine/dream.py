@@ -1,5 +1,5 @@
 """Dream's own round (Dream-org/Dream-v0-Instruct-7B `generation_utils.py` `_sample`; the slow
-reference is engine/upstream/dream.py): with the `dream` schedule, the samplers that score as one
+reference is reference/dream.py): with the `dream` schedule, the samplers that score as one
 of Dream's `alg`s propose and choose as Dream does, in the model's dtype and with Dream's
 `torch.topk` over prompt + canvas, instead of through samplers.propose / samplers.select."""
 
@@ -47,7 +47,7 @@ def dream_round(
     logits: torch.Tensor, masked: torch.Tensor, config: GenerationConfig, round_index: int,
     generator: torch.Generator | None, *, dtype: torch.dtype, offset: int, length: int, never: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One round of Dream's `_sample` (engine/upstream/dream.py): (B, V) logits and (B,) masked ->
+    """One round of Dream's `_sample` (reference/dream.py): (B, V) logits and (B,) masked ->
     (chosen (B,) bool, tokens (B,), p_i[x_i] (B,)).
 
     Only the masked rows are read, in the model's `dtype`: z = dream_filter(logits / T) (filtered

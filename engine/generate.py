@@ -15,26 +15,32 @@ papers); for full-attention backends they are no-ops anyway.
 
 from __future__ import annotations
 
-import sys
+import runpy
 import time
 from collections.abc import Callable, Generator
 
 import torch
 
 from engine.backends.base import BackendError
+from engine.blocks import block_slices
 from engine.dream import dream_round, follows_dream
-from engine.metrics import Ends, ModelClock, numbers
+from engine.metrics import ModelClock
+from engine.result import summarize
 from engine.samplers import confidence, propose, select, transfer_schedule
+from engine.tool_calls import ToolCalls
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 
 EOS_FILL_CONFIDENCE = 1.0   # positions filled after an EOS block are "decided" with certainty
 
 
-def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+def generate(backend, prompt_ids: list[int], config: GenerationConfig,
+             tools: ToolCalls | None = None) -> Generator[Frame, None, Result]:
     """Frames of one generation, one per forward; the generator's return value is the Result.
 
     Checks the prompt and config here, before anything runs, raising ConfigError. The
-    generator may be closed at any point (`.close()`), e.g. when a person presses Stop.
+    generator may be closed at any point (`.close()`), e.g. when a person presses Stop. `tools` are
+    the tools the model may call (engine/tool_calls.py): scaffolded tool calls are written from them,
+    and a served model is offered them.
     """
     prompt = [int(t) for t in prompt_ids]
     if not prompt:
@@ -57,12 +63,13 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig) -> Genera
         if config.scaffolded:
             raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
                               "turn scaffolded decoding off or pick a local model.")
-        return backend.stream(prompt, config)
+        return backend.stream(prompt, config, tools)
     if config.scaffolded:                      # fixed text written by the schema, values decoded (engine/scaffold/)
         from engine.scaffold.diffusion import generate_scaffolded
         from engine.scaffold.jump import generate_jump_forward
 
-        return (generate_scaffolded if backend.kind == "diffusion" else generate_jump_forward)(backend, prompt, config)
+        return (generate_scaffolded if backend.kind == "diffusion" else generate_jump_forward)(backend, prompt, config,
+                                                                                               tools)
     if backend.kind == "diffusion":
         return _diffusion(backend, prompt, config)
     if backend.kind == "autoregressive":
@@ -83,11 +90,12 @@ def cache_refusal(backend, cache: str) -> str:
 def run(
     backend, prompt_ids: list[int], config: GenerationConfig,
     on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
+    tools: ToolCalls | None = None,
 ) -> Result:
     """Drive `generate` to the end, calling on_frame(frame) for each frame. When should_stop()
     turns true after a frame, stop there and return the partial Result (stop_reason "cancelled")."""
     started = time.perf_counter()
-    frames = generate(backend, prompt_ids, config)
+    frames = generate(backend, prompt_ids, config, tools)
     seen: list[Frame] = []
     while True:
         try:
@@ -100,25 +108,6 @@ def run(
         if should_stop is not None and should_stop():
             frames.close()
             return summarize(backend, seen, time.perf_counter() - started, "cancelled", config.gen_length)
-
-
-def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, length: int | None = None) -> Result:
-    """The Result of a (possibly partial) list of frames; everything is derived from them.
-
-    token_ids = the answer ids of the last canvas (engine/metrics.py: cut at the first EOS and at
-    `length`, pad and mask ids dropped); every number comes from `metrics.numbers`, model time
-    being the last frame's clock. `seconds` is the wall time of the generation as its caller saw it.
-    With aligned blocks the canvas runs on to the end of the last block, as upstream decodes it,
-    so the generation length cuts the answer: it never holds more than gen_length tokens.
-    """
-    ends = Ends.of(backend, length)
-    token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
-    stats = numbers(frames, ends, stop_reason, wall_s=seconds)
-    mask_id = ends.mask_id
-    ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
-    pieces = {t: backend.token_piece(t) for t in sorted(ids)}
-    return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
-                  mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id)
 
 
 # --------------------------------------------------------------------------- diffusion
@@ -160,21 +149,6 @@ def _greedy_first_token(backend, canvas: torch.Tensor, position: int) -> list[tu
     token = int(probs.argmax())
     canvas[0, position] = token
     return [(position, token, float(probs[token]))]
-
-
-def block_slices(prompt_length: int, config: GenerationConfig) -> list[slice]:
-    """The blocks of the canvas, in order. Aligned blocks (SDAR, Fast-dLLM v2) sit at multiples
-    of the block size over prompt + answer: the first one is shortened by the prompt's last
-    t = P mod size tokens. The canvas then runs on to the end of the block holding gen_length
-    (SDAR, LLaDA2: gen_length + (size - t) mod size positions, the answer cut at gen_length), or,
-    with tail_in_length, gen_length counts from the start of the prompt's last block (Fast-dLLM
-    v2 decodes gen_length // size + P // size blocks): gen_length - t positions."""
-    size = config.block_size
-    tail = prompt_length % size if config.aligned_blocks else 0
-    first = size - tail
-    length = config.gen_length - tail if config.tail_in_length else config.gen_length + first % size
-    bounds = [0, *range(first, length, size), length]
-    return [slice(start, stop) for start, stop in zip(bounds, bounds[1:])]
 
 
 @torch.inference_mode()
@@ -333,7 +307,5 @@ def _autoregressive(backend, prompt: list[int], config: GenerationConfig) -> Gen
     return summarize(backend, frames, clock.wall(), stop_reason, config.gen_length)
 
 
-if __name__ == "__main__":   # the CLI is engine/cli.py; this name keeps working
-    from engine.cli import main
-
-    sys.exit(main())
+if __name__ == "__main__":   # the CLI is engine/cli.py; this name keeps working (run, not imported: no cycle)
+    runpy.run_module("engine.cli", run_name="__main__", alter_sys=True)

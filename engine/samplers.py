@@ -6,8 +6,9 @@ token x_i and a distribution p_i; the confidence of a proposal is c_i = p_i[x_i]
 rule returns a bool mask (B,) that is True only at masked positions, and True at one or more
 of them whenever any position is still masked, so every round makes progress.
 
-`SAMPLERS` is the one table of rules: GenerationConfig validates a sampler name against it and
-`select` dispatches through it.
+The samplers' names, descriptions and parameters are engine/sampler_table.py's SAMPLERS (no torch:
+GenerationConfig validates against it); `RULES` here holds each one's rule, and `select` dispatches
+through it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
+
+from engine.sampler_table import SAMPLERS
 
 if TYPE_CHECKING:   # the types import this table to validate configs, so no import cycle at run time
     from engine.trace import GenerationConfig
@@ -392,53 +395,25 @@ class Round:
         return self.config.block_size if self.config.aligned_blocks else self.masked.shape[0]
 
 
-@dataclass(frozen=True)
-class Sampler:
-    name: str
-    description: str
-    parameters: tuple[str, ...]         # the GenerationConfig fields the rule reads
-    scheduled: bool                     # True: `steps` is a schedule (k per round); False: a cap
-    choose: Callable[[Round], torch.Tensor]
-
-
-SAMPLERS: dict[str, Sampler] = {s.name: s for s in (
-    Sampler("low_confidence", "LLaDA: the k most confident masked positions (k from an even schedule).",
-            ("steps",), True, lambda r: low_confidence(r.conf, r.masked, r.k, r.row)),
-    Sampler("margin", "The k masked positions with the largest gap between the two likeliest tokens.",
-            ("steps",), True, lambda r: margin(r.probs, r.masked, r.k)),
-    Sampler("entropy", "The k lowest-entropy masked positions.",
-            ("steps",), True, lambda r: entropy(r.probs, r.masked, r.k)),
-    Sampler("random_order", "k masked positions chosen uniformly at random.",
-            ("steps",), True, lambda r: random_order(r.masked, r.k, r.generator)),
-    Sampler("threshold", "Fast-dLLM: every masked position with confidence >= threshold, at least the top one.",
-            ("threshold",), False, lambda r: threshold(r.conf, r.masked, r.config.threshold, r.row)),
-    Sampler("threshold_strict", "Fast-dLLM v2: every masked position with confidence > threshold, at least the top.",
-            ("threshold",), False, lambda r: threshold_strict(r.conf, r.masked, r.config.threshold)),
-    Sampler("threshold_or_top_k",
-            "LLaDA2: every masked position with confidence > threshold when at least k are, else the top k.",
-            ("threshold", "steps"), True,
-            lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k, r.width)),
-    Sampler("threshold_or_top_k_uncapped",
-            "SDAR: as threshold_or_top_k, but a k above the masks left also re-samples decided tokens.",
-            ("threshold", "steps"), True,
-            lambda r: threshold_or_top_k_uncapped(r.conf, r.masked, r.config.threshold, r.k, r.width)),
-    Sampler("prefix_threshold",
-            "Ours: the leftmost masked position, then the ones after it while confidence >= threshold.",
-            ("threshold",), False, lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold)),
-    Sampler("factor", "Fast-dLLM's factor rule: ranks with (n + 1)(1 - c_(n)) <= factor, to the first failing one.",
-            ("factor",), False, lambda r: factor(r.conf, r.masked, r.config.factor, r.row)),
-    Sampler("factor_prefix", "Ours: the longest prefix of ranks with (n + 1)(1 - c_(n)) < factor (none failing).",
-            ("factor",), False, lambda r: factor_prefix(r.conf, r.masked, r.config.factor)),
-    Sampler("entropy_bounded", "The lowest-entropy masked positions while sum H - max H <= entropy bound.",
-            ("entropy_bound",), False, lambda r: entropy_bounded(r.probs, r.masked, r.config.entropy_bound)),
-    Sampler("reference", "One token per forward, the most confident masked position (the slow reference).",
-            (), False, lambda r: reference(r.conf, r.masked)),
-)}
-# How scheduled samplers pick k per round: LLaDA's even split of a block's masks over the
-# steps, or Dream's k = int(M (1 - s / t)) of the masks left (dream_transfer_count).
-SCHEDULES = ("even", "dream")
-# Old names still accepted (a config using one is renamed, with a deprecation warning).
-RENAMED_SAMPLERS = {"random": "random_order", "eb": "entropy_bounded"}
+# The rule of each sampler in engine/sampler_table.py's SAMPLERS (the same names, checked below).
+RULES: dict[str, Callable[[Round], torch.Tensor]] = {
+    "low_confidence": lambda r: low_confidence(r.conf, r.masked, r.k, r.row),
+    "margin": lambda r: margin(r.probs, r.masked, r.k),
+    "entropy": lambda r: entropy(r.probs, r.masked, r.k),
+    "random_order": lambda r: random_order(r.masked, r.k, r.generator),
+    "threshold": lambda r: threshold(r.conf, r.masked, r.config.threshold, r.row),
+    "threshold_strict": lambda r: threshold_strict(r.conf, r.masked, r.config.threshold),
+    "threshold_or_top_k": lambda r: threshold_or_top_k(r.conf, r.masked, r.config.threshold, r.k, r.width),
+    "threshold_or_top_k_uncapped":
+        lambda r: threshold_or_top_k_uncapped(r.conf, r.masked, r.config.threshold, r.k, r.width),
+    "prefix_threshold": lambda r: prefix_threshold(r.conf, r.masked, r.config.threshold),
+    "factor": lambda r: factor(r.conf, r.masked, r.config.factor, r.row),
+    "factor_prefix": lambda r: factor_prefix(r.conf, r.masked, r.config.factor),
+    "entropy_bounded": lambda r: entropy_bounded(r.probs, r.masked, r.config.entropy_bound),
+    "reference": lambda r: reference(r.conf, r.masked),
+}
+if set(RULES) != set(SAMPLERS):
+    raise ImportError(f"engine/sampler_table.py and RULES differ: {sorted(set(RULES) ^ set(SAMPLERS))}")
 
 
 def select(
@@ -464,5 +439,5 @@ def select(
         k = dream_transfer_count(int(masked.sum()), round_index, config.steps)
     else:
         k = schedule[round_index] if round_index < len(schedule) else int(masked.sum())
-    return sampler.choose(Round(config, probs, confidence(probs, tokens), masked, k, generator,
+    return RULES[config.sampler](Round(config, probs, confidence(probs, tokens), masked, k, generator,
                                 row if config.untempered_confidence else None))

@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.errors import ConfigError  # noqa: F401  (defined there; callers import it from here too)
 from engine.json_limits import MAX_DEPTH, value_depth
-from engine.samplers import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
+from engine.sampler_table import RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 from engine.scaffold.schema import schema_problem
 
 MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
@@ -122,8 +122,8 @@ def _reject_unknown(values: dict[Any, Any]) -> None:
 class GenerationConfig:
     gen_length: int = 64        # tokens to generate (the canvas)
     block_size: int = 16        # tokens decoded together; must divide gen_length
-    steps: int = 8              # denoising rounds per block (a schedule or a cap: engine/samplers.py SAMPLERS)
-    sampler: str = "threshold"  # a name in engine/samplers.py SAMPLERS
+    steps: int = 8              # denoising rounds per block (a schedule or a cap: engine/sampler_table.py)
+    sampler: str = "threshold"  # a name in engine/sampler_table.py SAMPLERS
     threshold: float = 0.9      # `threshold`, `prefix_threshold`: commit proposals with confidence >= tau
     factor: float = 1.0         # `factor`, `factor_prefix`: rank n passes when (n+1)(1 - c_(n)) <= f (< f)
     entropy_bound: float = 0.5  # `entropy_bounded`: gamma in sum H - max H <= gamma
@@ -145,7 +145,7 @@ class GenerationConfig:
     cache: str = "none"                  # full-attention backends: one of CACHE_MODES
     # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
     # only its value slots are decoded. `schema` alone (structured output) turns it on too.
-    scaffold: bool = False               # the answer is one tool call of the registry (engine/world/tools.py)
+    scaffold: bool = False               # the answer is one tool call of the registry (world/tools.py)
     # A scaffolded walk commits a value token at confidence >= min(threshold, scaffold_threshold).
     # Its confidence is already over the tokens the schema allows, and a wrong guess can no longer
     # break the call's structure, so the bar may sit below free text's; 0.95 is the bundled

@@ -1,9 +1,9 @@
 """The issue-18 device check in one run: on randomly initialised small models of every upstream
-family (engine/bench_decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU unless --dtype),
-compare the engine's canvases with the reference loops of engine/upstream/ round for round over
+family (bench/decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU unless --dtype),
+compare the engine's canvases with the reference loops of reference/ round for round over
 prompts x temperatures x steps, then run the decode benchmark with --reference; the
 full-attention decodings also with Fast-dLLM v1's prefix and dual caches (`--caches`), against
-their cached reference loops (engine/upstream/fast_dllm_cache.py); print one JSON object.
+their cached reference loops (reference/fast_dllm_cache.py); print one JSON object.
 
     PYTHONPATH=. python scripts/cuda_check.py [--device cuda] [--hidden 256] [--layers 4]
         [--gen-length 32] [--block-size 16] [--repeats 5]
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from engine.bench_decode import (
+from bench.decode import (
     PREFIX_ONLY,
     PROMPTS,
     REFERENCES,
@@ -33,7 +33,7 @@ from engine.bench_decode import (
     same_rounds,
 )
 from engine.generate import run
-from engine.upstream.device import OnDevice
+from reference.device import OnDevice
 
 # The DECODINGS each random model is checked with (LLaDA's weights also run Fast-dLLM v1's rules).
 CHECKS = {"llada": ("llada", "fast_dllm_threshold", "fast_dllm_factor"), "dream": ("dream",), "sdar": ("sdar",),

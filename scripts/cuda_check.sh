@@ -13,9 +13,9 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 "$python" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 PYTHONPATH=. "$python" scripts/cuda_check.py --device "${DEVICE:-cuda}" "$@" > "$out/cuda_check.json"
-OMP_NUM_THREADS=1 "$python" -m pytest tests/test_upstream_llada.py tests/test_upstream_dream.py \
-    tests/test_upstream_sdar.py tests/test_upstream_fast_dllm_v2.py tests/test_upstream_llada2.py \
-    tests/test_bench_decode.py tests/test_devices.py -p no:cacheprovider > "$out/upstream_tests.log" 2>&1 \
+OMP_NUM_THREADS=1 "$python" -m pytest tests/reference/test_upstream_llada.py tests/reference/test_upstream_dream.py \
+    tests/reference/test_upstream_sdar.py tests/reference/test_upstream_fast_dllm_v2.py tests/reference/test_upstream_llada2.py \
+    tests/bench/test_bench_decode.py tests/engine/test_devices.py -p no:cacheprovider > "$out/upstream_tests.log" 2>&1 \
     || echo "upstream tests failed: see $out/upstream_tests.log"
 tail -3 "$out/upstream_tests.log"
 cat "$out/cuda_check.json"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU stages of the shipped Sprout twins (models/README.md), on one CUDA GPU. It starts
 # from the committed AR twin and writes new folders under runs/out/ (copy them over models/
-# after checking them with engine.bench). The shipped weights ran these stages on the corpus
+# after checking them with bench.agent). The shipped weights ran these stages on the corpus
 # as it was then (search rows with the id first) and then CPU stages on the current layout;
 # this script uses the current one throughout:
 #
@@ -9,8 +9,8 @@
 #     PHRASING=train bash scripts/train_sprout_gpu.sh ...   # the instruction grammar's corpus
 #
 # PHRASING=train trains on grammar-worded requests with two-goal and outside-the-world
-# transcripts (engine/world/grammar.py; the old templates are one family of it), for the
-# held-out phrasing benchmark (engine.bench agent --task-set phrasing; models/README.md).
+# transcripts (world/grammar.py; the old templates are one family of it), for the
+# held-out phrasing benchmark (bench.agent agent --task-set phrasing; models/README.md).
 #
 # On an H200 the AR twin trains at ~1 M tokens/s and the BD twin at ~0.2-0.25 M tokens/s.
 set -euo pipefail

@@ -10,7 +10,7 @@ import hashlib
 import torch
 
 from engine.backends.sprout import SproutARBackend, SproutBackend
-from engine.sprout.chat import EOS, MASK, PAD, render_chat
+from sprout.chat import EOS, MASK, PAD, render_chat
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
 
 

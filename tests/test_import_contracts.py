@@ -1,5 +1,5 @@
 """The import contracts in pyproject.toml (`[tool.importlinter]`) hold for this tree, and they
-are not vacuous: the same contracts over a small stand-in tree of the six packages pass, and
+are not vacuous: the same contracts over a small stand-in tree of the ten packages pass, and
 each wrong import below, added to that tree, breaks the contract that names it."""
 
 from __future__ import annotations
@@ -12,18 +12,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app", "engine", "kernels", "sessions", "training", "visualizer")
+PACKAGES = ("app", "bench", "engine", "kernels", "reference", "sessions", "sprout", "training", "visualizer", "world")
 # What each package may import, as in the real tree: the stand-in starts legal.
 LEGAL = {
-    "app": "import visualizer.page\nimport sessions.store\nimport engine.core\n",
+    "app": "import visualizer.page\nimport sessions.store\nimport world.tools\nimport engine.core\n",
     "visualizer": "import engine.core\n",
     "sessions": "import engine.core\n",
-    "training": "import engine.core\nimport kernels.ops\n",
-    "engine": "import kernels.ops\nimport transformers\n",
+    "world": "import engine.core\nimport sprout.chat\n",
+    "bench": "import world.tools\nimport engine.core\nimport reference.loop\n",
+    "training": "import world.tools\nimport engine.core\nimport sprout.chat\nimport kernels.ops\n",
+    "reference": "import torch\n",
+    "engine": "import sprout.chat\nimport kernels.ops\nimport transformers\n",
+    "sprout": "import kernels.ops\n",
     "kernels": "import torch\n",
 }
-MODULE = {"app": "ui", "visualizer": "page", "sessions": "store", "training": "train", "engine": "core",
-          "kernels": "ops"}
+MODULE = {"app": "ui", "visualizer": "page", "sessions": "store", "world": "tools", "bench": "agent",
+          "training": "train", "reference": "loop", "engine": "core", "sprout": "chat", "kernels": "ops"}
+# The torch-free types (the contract names them, so the stand-in has them too).
+TYPES = ("trace", "sampler_table", "tool_calls", "errors", "json_limits")
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
@@ -41,6 +47,8 @@ def stand_in_tree(root: Path, extra: tuple[str, str] | None = None) -> Path:
         (root / package / "__init__.py").write_text("")
         source = LEGAL[package] + (extra[1] + "\n" if extra and extra[0] == package else "")
         (root / package / f"{MODULE[package]}.py").write_text(source)
+    for name in TYPES:
+        (root / "engine" / f"{name}.py").write_text(extra[1] + "\n" if extra and extra[0] == f"engine.{name}" else "")
     return root
 
 
@@ -57,12 +65,19 @@ def test_the_stand_in_tree_is_legal(tmp_path):
 
 
 @pytest.mark.parametrize(("package", "wrong", "contract"), [
-    ("engine", "import app.ui", "app above visualizer and sessions"),
-    ("engine", "from training import train", "nothing that ships imports training"),
-    ("kernels", "import engine.core", "app above visualizer and sessions"),
-    ("visualizer", "import sessions.store", "app above visualizer and sessions"),
-    ("app", "import training.train", "nothing that ships imports training"),
+    ("engine", "import app.ui", "layers"),
+    ("engine", "import world.tools", "layers"),                 # the generation core knows no world
+    ("world", "import visualizer.page", "layers"),
+    ("sprout", "import engine.core", "layers"),
+    ("kernels", "import engine.core", "layers"),
+    ("visualizer", "import sessions.store", "layers"),
+    ("engine", "from training import train", "nothing that ships imports"),
+    ("app", "import bench.agent", "nothing that ships imports"),
+    ("world", "import reference.loop", "nothing that ships imports"),
     ("training", "import app.ui", "training needs no UI"),
+    ("reference", "import engine.core", "the reference loops import none"),
+    ("engine.trace", "import torch", "load no torch"),
+    ("engine.sampler_table", "import engine.core", "load no torch"),    # engine.core imports transformers
     ("kernels", "import transformers", "kernels use torch and triton only"),
 ])
 def test_a_wrong_import_breaks_its_contract(tmp_path, package, wrong, contract):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.upstream.tiny import (  # noqa: F401  (the tests read them from here)
+from reference.tiny import (  # noqa: F401  (the tests read them from here)
     BOS_ID,
     CHARS,
     CHAT_TEMPLATE,
@@ -46,7 +46,7 @@ def tiny_block_backend(seed: int, logit_shift: bool):
     import torch
 
     from engine.backends.block_causal import BlockCausalBackend
-    from engine.upstream.noise import damp_mask_logit
+    from reference.noise import damp_mask_logit
 
     model = damp_mask_logit(tiny_block_lm(seed=seed), MASK_ID)
     return BlockCausalBackend(model, tiny_tokenizer(), name="tiny", mask_id=MASK_ID, logit_shift=logit_shift,

@@ -11,7 +11,7 @@ user -> assistant document (plain text). Intents come in balanced shuffled round
 --detour-share, that share of the transcripts that can take one carry a detour
 (training/detours.py): a wrong call, the shop's error, then the right call.
 
---phrasing picks the wording (engine/world/grammar.py): `template` (the default; the corpus the
+--phrasing picks the wording (world/grammar.py): `template` (the default; the corpus the
 shipped twins trained on) or `train`, the instruction grammar's training phrasings (the old
 templates are one family of them), which also brings in two-goal and outside-the-world
 transcripts. Held-out wordings (`heldout`, `words`) may only be written for the held-out split,
@@ -30,11 +30,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.world.format import render_call, render_chat, render_response, system_prompt
-from engine.world.grammar import PHRASINGS
-from engine.world.oracle import Call
-from engine.world.tasks import ALL_INTENTS, DOC_INTENTS, EXTRA_INTENTS, PHRASING_INTENTS, build_task, task_seeds
 from training.detours import DETOUR_SHARE, detour
+from world.format import render_call, render_chat, render_response, system_prompt
+from world.grammar import PHRASINGS
+from world.oracle import Call
+from world.tasks import ALL_INTENTS, DOC_INTENTS, EXTRA_INTENTS, PHRASING_INTENTS, build_task, task_seeds
 
 
 def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], final: Call | None,

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.world.entities import COLORS
-from engine.world.format import assistant_spans
+from world.entities import COLORS
+from world.format import assistant_spans
 
 # The decision most failed shop tasks turn on: which product id a call copies out of a search
 # result (the row whose colour and size match; training.probe scores it). It is a few
@@ -33,7 +33,7 @@ from engine.world.format import assistant_spans
 # loss. It leaves the tool names alone: weighting them too pushed Sprout-BD to answer "not
 # available" where it should add (models/README.md).
 FOCUS = re.compile(r'"product_id":"([^"]+)"')
-# A search result row (engine.world.tools.search_products): its colour, size and id, whose tokens
+# A search result row (world.tools.search_products): its colour, size and id, whose tokens
 # `Example.row_colours` marks with the colour for the read-out loss (training.readout).
 ROW = re.compile(r'"color":"(\w+)","size":"([^"]+)","id":"([^"]+)"')
 # The search call a result answers: the colour and size asked for (either may be absent), which

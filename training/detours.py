@@ -19,10 +19,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from engine.world import entities as E
-from engine.world.oracle import Call
-from engine.world.state import world_for
-from engine.world.tools import call_tool
+from world import entities as E
+from world.oracle import Call
+from world.state import world_for
+from world.tools import call_tool
 
 # Off by default: a run with detours did not beat one without (models/README.md, "Detours").
 DETOUR_SHARE = 0.0    # of the transcripts that can take one

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.sprout.modeling import SproutModel
+from sprout.modeling import SproutModel
 
 
 def grow(model: SproutModel, extra: str) -> SproutModel:

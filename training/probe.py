@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from engine.sprout.chat import MASK, ROLE_MARKERS
+from sprout.chat import MASK, ROLE_MARKERS
 from training.corpus import corpus_lines
 
 PROBE_INTENTS = ["shop_add", "shop_buy", "shop_out_of_stock"]

@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.world.entities import COLORS
 from training.data import Example
+from world.entities import COLORS
 
 
 class ShopReadout(nn.Module):

@@ -30,9 +30,9 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from engine.sprout.config import SproutConfig, preset_config
-from engine.sprout.modeling import SproutModel
-from engine.sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
+from sprout.config import SproutConfig, preset_config
+from sprout.modeling import SproutModel
+from sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
 from training.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
 from training.grow import grow, widen_conv
 from training.readout import ShopReadout
@@ -165,13 +165,13 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
 
 
 def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templates") -> dict:
-    """Greedy agent episodes on held-out validation tasks of a task set (engine.world.tasks.TASK_SETS;
+    """Greedy agent episodes on held-out validation tasks of a task set (world.tasks.TASK_SETS;
     never the benchmark's tasks)."""
-    from engine.agent import run_episode
     from engine.backends.sprout import SproutARBackend, SproutBackend
     from engine.catalog import bundled_decoding
     from engine.trace import GenerationConfig
-    from engine.world.tasks import TASK_SETS
+    from world.agent import run_episode
+    from world.tasks import TASK_SETS
     if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
         model = copy.deepcopy(model).cpu()
     model.eval()
@@ -236,7 +236,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the model folder keeps the best evaluation (agent success, then validation loss) or the last")
     cli.add_argument("--agent-tasks", type=int, default=10, help="held-out agent tasks per eval (0 = none)")
     cli.add_argument("--agent-task-set", choices=("templates", "phrasing", "words"), default="templates",
-                   help="validation tasks of which benchmark kind (engine.bench --task-set)")
+                   help="validation tasks of which benchmark kind (bench.agent --task-set)")
     cli.add_argument("--run-dir", default="runs", help="training state and logs go to RUN_DIR/<out name>")
     cli.add_argument("--data-dir", default="data", help="where generated corpora are kept")
     return cli

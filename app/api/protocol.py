@@ -8,7 +8,7 @@ Diffusion settings travel as extra body fields named as GenerationConfig fields 
 answer is written on its scaffold (engine/scaffold/) and its content follows the schema.
 Tool calls go in as `tools` and as assistant `tool_calls`, and come out as `tool_calls` with
 the arguments as a JSON string: inside the model's text they are Hermes calls,
-`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (engine/world/format.py).
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (world/format.py).
 
 A model that writes its world's agent format (Sprout) ends every answer with the call
 `finish(answer)`: unless the client offered a tool named finish, that answer is the `content`
@@ -27,8 +27,8 @@ from typing import Any
 
 from engine import json_limits
 from engine.trace import ConfigError, GenerationConfig, Result, Stats
-from engine.world.format import CALL_CLOSE, CALL_OPEN, EOS, dumps, render_call
-from engine.world.tools import FINISH
+from world.format import CALL_CLOSE, CALL_OPEN, EOS, dumps, render_call
+from world.tools import FINISH
 
 CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationConfig))
 # Standard fields this server reads; the others below are accepted and ignored when they ask for
@@ -61,7 +61,7 @@ def bad_request(message: str, param: str | None = None) -> ApiError:
 @dataclass
 class ChatRequest:
     model: str
-    messages: list[dict[str, str]]          # role/content, as engine.agent.prompt_ids_for reads them
+    messages: list[dict[str, str]]          # role/content, as world.agent.prompt_ids_for reads them
     config: GenerationConfig
     stream: bool = False
     include_usage: bool = False

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import catalog
-from engine.agent import Step, prompt_ids_for
 from engine.backends.base import BackendError
 from engine.generate import run
 from engine.trace import ConfigError, Frame
 from sessions import StoreError
+from world.agent import Step, prompt_ids_for
+from world.format import TOOL_CALLS
 
 from ..settings import DEFAULTS as PAGE_DEFAULTS
 from ..steps import step_turns
@@ -151,7 +152,8 @@ class ChatService:
                                          should_stop, on_step)
                 else:
                     prompt = self.prompt_ids(backend, request)
-                    result = run(backend, prompt, request.config, on_frame=on_frame, should_stop=should_stop)
+                    result = run(backend, prompt, request.config, on_frame=on_frame, should_stop=should_stop,
+                                 tools=TOOL_CALLS)
             except ConfigError as error:
                 raise ApiError(400, str(error)) from None
             except BackendError as error:

@@ -1,8 +1,8 @@
 """How /v1 answers with a model that writes its world's agent format (Sprout: every reply is one
-Hermes tool call, the answer to the person is the call `finish(answer)`; engine/world/format.py)
+Hermes tool call, the answer to the person is the call `finish(answer)`; world/format.py)
 when the client offers no tools of its own (none given, or tool_choice "none").
 
-The model acts in its own world on the server, as in the Chat tab: `engine.agent.act` with plain
+The model acts in its own world on the server, as in the Chat tab: `world.agent.act` with plain
 text allowed as the answer, on a fresh world per call (app/worlds.py: the held-out task whose
 instruction the latest user message is, else the held-out background world with every style
 stocked), at most MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads
@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.agent import Step, act
 from engine.generate import run
 from engine.metrics import combined
 from engine.trace import Frame, Result
-from engine.world.format import CALL_OPEN, render_call
-from engine.world.tools import FINISH
+from world.agent import Step, act
+from world.format import CALL_OPEN, TOOL_CALLS, render_call
+from world.tools import FINISH
 
 from ..steps import answer_of
 from ..worlds import MAX_TOOL_STEPS, model_context, no_answer_note, speaks_world, world_from_spec, world_spec_for
@@ -95,7 +95,7 @@ def answer(backend: Any, request: ChatRequest, encode: Callable[[list[dict[str, 
             raise ClientGone
         ids = encode(messages)
         prompt_tokens.append(len(ids))
-        return run(backend, ids, request.config, on_frame=on_frame, should_stop=should_stop)
+        return run(backend, ids, request.config, on_frame=on_frame, should_stop=should_stop, tools=TOOL_CALLS)
 
     def record(step: Step) -> None:
         steps.append(step)

@@ -2,7 +2,7 @@
 
 Followed: NVlabs/Fast-dLLM `llada/generate.py` (`generate_with_prefix_cache`,
 `generate_with_dual_cache`) and `llada/model/modeling_llada.py` (`replace_position`), commit
-24cc59e75f20a6384bae8c905965bb090b96388e. The slow references are engine/upstream/fast_dllm_cache.py.
+24cc59e75f20a6384bae8c905965bb090b96388e. The slow references are reference/fast_dllm_cache.py.
 
 At a block's first forward the model runs over the whole sequence [prompt | canvas] (T positions)
 and `WindowCache` records every layer's keys and values, (1, H_kv, T, D) each. Every later forward
@@ -20,7 +20,7 @@ of its masks became tokens; a fresh forward would give every position new keys a
 cache keeps the prefix's (and with dual, the suffix's) from the block start. The first round of
 each block is the full forward, equal to the no-cache loop's; from the second round on the logits
 differ, by how much those stale rows would have moved. At the next block start everything is
-recomputed, so the cache then equals a fresh computation (tests/test_upstream_fast_dllm_cache.py checks both).
+recomputed, so the cache then equals a fresh computation (tests/reference/test_upstream_fast_dllm_cache.py checks both).
 
 How the keys and values are reached: through transformers' cache interface. A transformers-style
 attention layer calls `cache.update(key_states, value_states, layer_idx, ...)` with its rotated

@@ -27,6 +27,8 @@ from typing import Any
 import torch
 
 from engine.backends.base import BackendError
+from engine.result import summarize
+from engine.tool_calls import ToolCalls
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 
 PREFIX = "openai:"
@@ -113,31 +115,30 @@ class RemoteBackend:
         return openai.OpenAI(base_url=self.url, api_key=os.environ.get(self.api_key_env) or "none", max_retries=0,
                              timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
 
-    def request(self, messages: list[dict[str, str]], config: GenerationConfig) -> dict[str, Any]:
-        from engine.world.tools import openai_tools
-
+    def request(self, messages: list[dict[str, str]], config: GenerationConfig,
+                tools: ToolCalls | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model, "messages": messages, "stream": True, "stream_options": {"include_usage": True},
             "max_tokens": config.gen_length, "temperature": config.temperature, "top_p": config.top_p,
-            "seed": config.seed, "tools": openai_tools()}
+            "seed": config.seed}
+        if tools is not None:
+            body["tools"] = tools.openai_tools()
         if self.diffusing:   # this playground's /v1: the whole config, and a canvas per round
             extra = {k: v for k, v in config.to_dict().items() if k not in ("gen_length", "temperature", "top_p",
                                                                             "seed")}
             body["extra_body"] = {**extra, "diffusing": True}
         return body
 
-    def stream(self, prompt_ids: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+    def stream(self, prompt_ids: list[int], config: GenerationConfig,
+               tools: ToolCalls | None = None) -> Generator[Frame, None, Result]:
         import openai
-
-        from engine.generate import summarize
-        from engine.world.format import CALL_OPEN, render_call
 
         messages = MessageBytes.messages(prompt_ids)
         started = time.perf_counter()
         frames: list[Frame] = []
         canvas: list[int] = []
         text, usage, finish, calls = "", None, None, {}
-        body = self.request(messages, config)
+        body = self.request(messages, config, tools)
         try:
             chunks = self._create(body)
         except openai.APIError as error:
@@ -174,8 +175,9 @@ class RemoteBackend:
             raise _sentence(error, self) from None
         finally:
             chunks.close()
-        hermes = [render_call(c["name"], _arguments(c["arguments"])) for _, c in sorted(calls.items())]
-        if hermes and CALL_OPEN not in text:           # a server that parsed the calls out of the text
+        hermes = [tools.render(c["name"], _arguments(c["arguments"])) for _, c in sorted(calls.items())] \
+            if tools is not None else []
+        if hermes and tools.open not in text:           # a server that parsed the calls out of the text
             text += "".join(hermes)
             canvas = [*canvas, self.vocab.id("".join(hermes))]
             frames.append(Frame(nfe=len(frames) + 1, block=len(canvas) - 1, round=0,

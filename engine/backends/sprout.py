@@ -3,7 +3,7 @@
 The diffusion twin keeps the clean context as a per-layer cache (attention K/V and the GDN
 state); `denoise` reads it, `commit` replaces it with the context extended by the block.
 The AR twin steps the same cache one token at a time (constant cost per step in G layers).
-Both speak Sprout's chat format (engine/sprout/chat.py; `chat_format = "world"`, the agent
+Both speak Sprout's chat format (sprout/chat.py; `chat_format = "world"`, the agent
 world's corpus is written in it): the prompt is exactly `render_chat(...)`.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from engine.backends.base import BackendError, pick_device, pick_dtype
-from engine.sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
-from engine.sprout.prompt_cache import PromptCache
+from sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
+from sprout.prompt_cache import PromptCache
 
 
 class _SproutText:
@@ -35,7 +35,7 @@ class _SproutText:
         self._special = frozenset(tokenizer.all_special_ids)   # the tokenizer rebuilds this list on every read
         self.max_length = int(model.config.max_position_embeddings)
         self.cache = None
-        # recent prompts' clean contexts (engine/sprout/prompt_cache.py); clear it if the weights change
+        # recent prompts' clean contexts (sprout/prompt_cache.py); clear it if the weights change
         self.prompt_cache = PromptCache()
         self._user_marker = ids(ROLE_MARKERS["user"])
 
@@ -180,8 +180,8 @@ class SproutARBackend(_SproutText):
 
 def load(path: str | Path, device: str = "auto"):
     """A Sprout folder -> the backend of its twin (config `causal` picks AR or diffusion)."""
-    from engine.sprout.modeling import SproutModel
-    from engine.sprout.tokenizer import load_tokenizer
+    from sprout.modeling import SproutModel
+    from sprout.tokenizer import load_tokenizer
 
     folder = Path(path)
     try:

@@ -35,11 +35,14 @@ from collections.abc import Generator
 
 import torch
 
+from engine.blocks import block_slices
 from engine.errors import BackendError, ConfigError
 from engine.metrics import ModelClock
+from engine.result import summarize
 from engine.scaffold import machine
 from engine.scaffold.target import STUCK, Target, target_for
 from engine.scaffold.tokens import Pieces, choose, pieces_for
+from engine.tool_calls import ToolCalls
 from engine.trace import Frame, GenerationConfig, Result
 
 
@@ -166,15 +169,15 @@ def _leave_blocks(backend, canvas: torch.Tensor, blocks: list[slice], b: int, wr
     return b
 
 
-def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+def generate_scaffolded(backend, prompt: list[int], config: GenerationConfig,
+                        tools: ToolCalls | None = None) -> Generator[Frame, None, Result]:
     """Frames of one scaffolded diffusion generation (one per forward); returns the Result, its
     `schema_error` saying why the answer does not follow the target, if it does not."""
-    from engine.generate import block_slices, summarize  # the generation loop's own helpers
 
     if config.sub_block_size or config.greedy_first_token:
         raise ConfigError("Scaffolded decoding writes left to right from the first masked position: turn sub-blocks "
                           "and the greedy first token off.")
-    target = target_for(config)
+    target = target_for(config, tools)
     pieces = pieces_for(backend)
     clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)

@@ -16,9 +16,11 @@ from collections.abc import Generator
 import torch
 
 from engine.metrics import ModelClock
+from engine.result import summarize
 from engine.scaffold import machine
 from engine.scaffold.target import STUCK, target_for
 from engine.scaffold.tokens import choose, pieces_for
+from engine.tool_calls import ToolCalls
 from engine.trace import Frame, GenerationConfig, Result
 
 
@@ -34,12 +36,12 @@ def _append(backend, ids: list[int]) -> tuple[torch.Tensor, int]:
     return logits, len(ids)
 
 
-def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig) -> Generator[Frame, None, Result]:
+def generate_jump_forward(backend, prompt: list[int], config: GenerationConfig,
+                          tools: ToolCalls | None = None) -> Generator[Frame, None, Result]:
     """Frames of one scaffolded autoregressive generation, one per forward; the forced text a
     decision leads to is shown in that decision's frame."""
-    from engine.generate import summarize  # the generation loop's own helper
 
-    target = target_for(config)
+    target = target_for(config, tools)
     pieces = pieces_for(backend)
     clock = ModelClock()
     generator = torch.Generator().manual_seed(config.seed)

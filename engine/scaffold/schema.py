@@ -108,7 +108,7 @@ class Arr:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, as the world writes it (engine/world/format.py)."""
+    """Compact JSON, as the world writes it (world/format.py)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -10,10 +10,10 @@ import openai
 import pytest
 
 from app.api import ApiOptions
-from engine.world.format import render_call
 from tests.e2e.app_fakes import Slow, free_port
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import world_format
+from world.format import render_call
 
 ANSWER = "The answer is 42, decided a few tokens per round by a diffusion model."
 AR_ANSWER = "Hello from the AR twin, one token per forward."

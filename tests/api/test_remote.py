@@ -1,22 +1,25 @@
 """The `openai:URL#MODEL` backend against this project's own /v1 over real HTTP: diffusing
 canvases become Frames round by round, plain streams become text frames, and the backend works
-in Compare (handler level) and in `engine.bench agent --baseline openai:...` end to end."""
+in Compare (handler level) and in `bench.agent agent --baseline openai:...` end to end."""
 
 from __future__ import annotations
 
 import inspect
 import json
+from functools import partial
 
 import pytest
 
 from engine.backends.base import BackendError
 from engine.backends.remote import MASK, load
 from engine.catalog import models_dir, resolve
-from engine.generate import run
+from engine.generate import run as run_with
 from engine.trace import ConfigError, GenerationConfig
 from tests.api.conftest import ANSWER, AR_ANSWER
+from world.format import TOOL_CALLS
 
 pytestmark = pytest.mark.slow
+run = partial(run_with, tools=TOOL_CALLS)   # as the agent loop calls it: the world's tools offered
 CONFIG = GenerationConfig(gen_length=96, block_size=32, steps=8, sampler="low_confidence")
 MESSAGES = [{"role": "user", "content": "What is the answer?"}]
 
@@ -47,11 +50,12 @@ def test_an_ar_model_streams_text_frames_and_the_tools_go_out(served):
     result = run(backend, backend.encode_chat(MESSAGES), CONFIG)
     assert result.text == AR_ANSWER and len(result.frames) > 2
     assert result.stats.nfe == len(AR_ANSWER) + 1                   # the server's forwards, the EOS step too
-    assert [t["function"]["name"] for t in backend.request(MESSAGES, CONFIG)["tools"]][-1] == "finish"
+    assert [t["function"]["name"] for t in backend.request(MESSAGES, CONFIG, TOOL_CALLS)["tools"]][-1] == "finish"
+    assert "tools" not in backend.request(MESSAGES, CONFIG)          # no tools given, none offered
 
 
 def test_tool_calls_come_back_as_hermes_text(served):
-    from engine.world.format import parse_call
+    from world.format import parse_call
 
     backend = load(spec(served, "tool-bd"))
     result = run(backend, backend.encode_chat(MESSAGES), CONFIG.replace(gen_length=128))
@@ -116,7 +120,7 @@ def test_compare_races_a_remote_model_against_a_local_one(served):
 
 @pytest.mark.skipif(not (models_dir() / "sprout-bd" / "config.json").is_file(), reason="no bundled Sprout twins")
 def test_bench_agent_with_remote_models_end_to_end(served, capsys):
-    from engine import bench
+    import bench
 
     diffusion, baseline = spec(served, "sprout-bd"), spec(served, "sprout-ar")
     code = bench.main(["agent", "--model", diffusion, "--baseline", baseline, "--tasks", "3", "--attempts", "1",
@@ -151,7 +155,7 @@ def test_servers_json_is_the_catalog_entry_form(served, tmp_path, monkeypatch):
 
 
 def test_bench_api_measures_each_client_count(served, capsys):
-    from engine import bench
+    import bench
 
     assert bench.main(["api", "--url", served[2], "--model", "fake-bd", "--clients", "1,3", "--requests", "4",
                        "--max-tokens", "96", "--json"]) == 0

@@ -73,7 +73,7 @@ def test_diffusing_canvases_lose_masks_round_by_round_and_end_as_the_answer(clie
 
 
 def test_tool_calls_come_out_as_json_strings_and_tool_results_go_back_in(client):
-    from engine.world.tools import openai_tools
+    from world.tools import openai_tools
 
     first = client.chat.completions.create(model="tool-bd", messages=MESSAGES, tools=openai_tools(),
                                            extra_body=LONGER)

@@ -64,7 +64,7 @@ def test_json_object_is_any_object(client, model):
 
 
 def test_tools_and_a_schema_together_are_refused(client):
-    from engine.world.tools import openai_tools
+    from world.tools import openai_tools
 
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="json-bd", messages=[{"role": "user", "content": "hi"}],

@@ -14,11 +14,11 @@ import pytest
 
 from app.api.canvas import MASK_GLYPH
 from engine.catalog import models_dir
-from engine.world.format import CALL_OPEN, render_response
-from engine.world.grader import grade
-from engine.world.state import world_for
-from engine.world.tasks import load_heldout_tasks
-from engine.world.tools import FINISH, call_tool, openai_tools
+from world.format import CALL_OPEN, render_response
+from world.grader import grade
+from world.state import world_for
+from world.tasks import load_heldout_tasks
+from world.tools import FINISH, call_tool, openai_tools
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (models_dir() / "sprout-bd" / "config.json").is_file(),
                                                    reason="the bundled models/sprout-bd is not trained here")]

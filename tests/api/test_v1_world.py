@@ -15,11 +15,11 @@ from app.api.canvas import MASK_GLYPH
 from app.api.protocol import lift_finish, read_request
 from app.api.world import model_messages
 from app.worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, no_answer_note, world_from_spec
-from engine.world.format import CALL_OPEN, render_call
-from engine.world.tools import call_tool, openai_tools
 from tests.api.conftest import WORLD_HELLO, world_target
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import world_format
+from world.format import CALL_OPEN, render_call
+from world.tools import call_tool, openai_tools
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"gen_length": 192, "block_size": 32, "steps": 8, "sampler": "low_confidence"}

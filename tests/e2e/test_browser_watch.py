@@ -130,7 +130,7 @@ def test_text_contrast_and_new_tokens_marked_by_more_than_colour(browser, tmp_pa
 def test_exported_replay_opens_on_round_zero_and_plays_for_two_seconds(browser, tmp_path):
     from playwright.sync_api import expect
 
-    from tests.test_visualizer_traces import CONFIG, make_result
+    from tests.visualizer.test_visualizer_traces import CONFIG, make_result
     from visualizer import standalone_replay_html
 
     path = tmp_path / "replay.html"

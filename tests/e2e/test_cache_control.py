@@ -15,7 +15,7 @@ import torch
 import tests.tiny_models as tm
 from app.controls import INFO
 from engine.backends.full_attention import FullAttentionBackend
-from engine.upstream.noise import damp_mask_logit
+from reference.noise import damp_mask_logit
 from tests.e2e.app_fakes import fake_backends, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 

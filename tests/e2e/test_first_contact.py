@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.world.format import render_call
-from engine.world.tasks import load_heldout_tasks, make_task
 from tests.e2e.app_fakes import Slow, fake_backends, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
+from world.format import render_call
+from world.tasks import load_heldout_tasks, make_task
 
 VIEWPORT = {"width": 1440, "height": 960}
 LONG = "abc " * 120                      # a long answer: many forwards

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from engine.world.format import render_call
 from tests.e2e.app_fakes import Slow, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import world_format
+from world.format import render_call
 
 EVIL = "127.0.0.2"
 # One line (the search box is one line); printable ASCII (the fakes' alphabet); under 320 characters.

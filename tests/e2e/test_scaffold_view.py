@@ -142,7 +142,7 @@ def test_the_exported_replay_draws_prefilled_cells(browser, tmp_path):
     from playwright.sync_api import expect
 
     from engine.trace import Result, Stats
-    from tests.test_visualizer_prefilled import MASK, PIECES, scaffolded_frames
+    from tests.visualizer.test_visualizer_prefilled import MASK, PIECES, scaffolded_frames
     from visualizer import standalone_replay_html
 
     frames = scaffolded_frames()

@@ -7,9 +7,9 @@ import functools
 
 import torch
 
-from engine.sprout.config import preset_config
-from engine.sprout.modeling import SproutModel
-from engine.sprout.tokenizer import EOS, MASK, PAD, train_tokenizer
+from sprout.config import preset_config
+from sprout.modeling import SproutModel
+from sprout.tokenizer import EOS, MASK, PAD, train_tokenizer
 from training.corpus import corpus_lines
 
 
@@ -44,7 +44,7 @@ def special_ids(tok) -> dict[str, int]:
 def spell_marks(tok, ids: list[int], marks: list[tuple[int, int]], words: list[str]) -> list[tuple[str, set[str]]]:
     """Read (position, COLORS index) marks back in order, one group per expected word: the text
     its tokens spell and the colours they carry."""
-    from engine.world.entities import COLORS
+    from world.entities import COLORS
 
     it, out = iter(marks), []
     for word in words:

@@ -5,12 +5,12 @@ other: the same logits, the same cache, and the same replies."""
 import pytest
 import torch
 
-from engine.agent import run_episode
 from engine.backends.sprout import SproutBackend
 from engine.trace import GenerationConfig
-from engine.world.tasks import load_heldout_tasks
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
 from tests.sprout.test_modeling_equivalence import VOCAB, tiny_model
+from world.agent import run_episode
+from world.tasks import load_heldout_tasks
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
@@ -69,8 +69,8 @@ def test_agent_replies_are_the_same_with_the_fused_pass(monkeypatch, scaffold):
 
 
 def test_the_fused_benchmark_reports_same_replies_and_times(capsys):
-    from engine.bench import main
-    from engine.bench_fused import run_fused
+    from bench import main
+    from bench.fused import run_fused
 
     backend = SproutBackend(tiny_sprout(causal=False, seed=5), tiny_tokenizer())
     report = run_fused(backend, load_heldout_tasks()[:2], attempts=2)

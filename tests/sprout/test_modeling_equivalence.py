@@ -4,8 +4,8 @@ inference paths (prefill + denoise for BD, step-by-step recurrence for AR)."""
 import pytest
 import torch
 
-from engine.sprout.config import preset_config
-from engine.sprout.modeling import SproutModel
+from sprout.config import preset_config
+from sprout.modeling import SproutModel
 
 VOCAB = 50
 

@@ -1,15 +1,15 @@
-"""The prompt cache (engine/sprout/prompt_cache.py) against its slow reference, a whole prefill:
+"""The prompt cache (sprout/prompt_cache.py) against its slow reference, a whole prefill:
 the same logits, the same replies, and only the new tokens run."""
 
 import pytest
 import torch
 
-from engine.agent import run_episode
 from engine.backends.sprout import SproutARBackend, SproutBackend
-from engine.sprout.prompt_cache import PromptCache
 from engine.trace import GenerationConfig
-from engine.world.tasks import load_heldout_tasks
+from sprout.prompt_cache import PromptCache
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
+from world.agent import run_episode
+from world.tasks import load_heldout_tasks
 
 SYSTEM = {"role": "system", "content": "You are Sprout. Tools: search_products, add_to_cart, finish."}
 FIRST = [SYSTEM, {"role": "user", "content": "Add 2 pink hoodies in size XL."}]

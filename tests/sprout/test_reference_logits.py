@@ -27,8 +27,8 @@ from engine.backends.sprout import load
 from engine.catalog import bundled_decoding
 from engine.generate import run
 from engine.trace import GenerationConfig
-from engine.world.format import render_chat
 from tests.threads import one_torch_thread  # noqa: F401  (autouse: one thread, one summation order)
+from world.format import render_chat
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 REFERENCE = Path(__file__).resolve().parent / "data" / "reference_logits.pt"

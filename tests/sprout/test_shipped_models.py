@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModel, AutoTokenizer
 
-import engine.sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
+import sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
 from engine.cli import MASK_GLYPH, main
 
 MODELS = Path(__file__).resolve().parents[2] / "models"

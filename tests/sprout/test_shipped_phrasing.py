@@ -1,14 +1,14 @@
 """CI-sized quality check of the committed Sprout-BD on requests worded the way people write
-them: held-out sentence frames and values (engine/world/heldout_phrasing_tasks.json, every fifth
+them: held-out sentence frames and values (world/heldout_phrasing_tasks.json, every fifth
 task: one- and two-goal requests, missing details and an outside-the-world question). Greedy
 block diffusion, fixed tasks, nothing timed."""
 
 from pathlib import Path
 
-from engine.agent import run_episode
+from bench.agent import DEFAULT_CONFIG
 from engine.backends.sprout import load
-from engine.bench import DEFAULT_CONFIG
-from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
+from world.agent import run_episode
+from world.tasks import PHRASING_PATH, load_heldout_tasks
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 FLOOR = 8          # of the 10: the issue's bar for the shipped model

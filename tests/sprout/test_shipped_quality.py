@@ -4,10 +4,10 @@ decoding is deterministic, and nothing is timed."""
 
 from pathlib import Path
 
-from engine.agent import run_episode
+from bench.agent import DEFAULT_CONFIG
 from engine.backends.sprout import load
-from engine.bench import DEFAULT_CONFIG
-from engine.world.tasks import load_heldout_tasks
+from world.agent import run_episode
+from world.tasks import load_heldout_tasks
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

@@ -7,10 +7,10 @@ import re
 import torch
 from transformers import AutoTokenizer
 
-from engine.sprout.tokenizer import EOS, PAD
-from engine.world.format import SPECIAL_TOKENS, assistant_spans
+from sprout.tokenizer import EOS, PAD
 from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_tokenizer
 from training.data import FOCUS, ar_batch, ar_weights, bd_batch, buckets, encode_texts
+from world.format import SPECIAL_TOKENS, assistant_spans
 
 
 def test_special_tokens_are_single_and_digits_split(tmp_path):

@@ -8,12 +8,12 @@ from collections import Counter
 
 import pytest
 
-from engine.world import entities as E
-from engine.world import grammar
-from engine.world.format import assistant_spans, parse_call, render_chat
-from engine.world.tasks import EXTRA_INTENTS, OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
 from tests.training.ngrams import TOKEN, ngrams
 from training.corpus import corpus_lines, default_intents, main
+from world import entities as E
+from world import grammar
+from world.format import assistant_spans, parse_call, render_chat
+from world.tasks import EXTRA_INTENTS, OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
 
 
 def _heldout_values():
@@ -99,17 +99,17 @@ def test_cli_writes_a_grammar_corpus_and_refuses_heldout_wording_for_training(tm
 
 def test_training_eval_can_choose_checkpoints_on_phrasing_validation_tasks(monkeypatch):
     """training.train --agent-task-set phrasing: validation tasks in held-out wording, no benchmark task."""
-    import engine.agent
-    from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
+    import world.agent
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
     from training.train import agent_eval
+    from world.tasks import PHRASING_PATH, load_heldout_tasks
 
     seen = []
 
     class Done:
         success, nfe = True, 1
 
-    monkeypatch.setattr(engine.agent, "run_episode", lambda backend, task, cfg: seen.append((task, cfg)) or Done())
+    monkeypatch.setattr(world.agent, "run_episode", lambda backend, task, cfg: seen.append((task, cfg)) or Done())
     report = agent_eval(tiny_sprout(causal=True), tiny_tokenizer(), "ar", 30, "phrasing")
     tasks = [t for t, _ in seen]
     assert report["agent_tasks"] == 30 and all(t["phrasing"]["split"] == "heldout" for t in tasks)

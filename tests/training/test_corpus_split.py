@@ -9,13 +9,16 @@ from collections import Counter
 
 import pytest
 
-from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world import entities as E
-from engine.world.format import assistant_spans, parse_call, render_chat
-from engine.world.oracle import OracleModel, solve
-from engine.world.state import world_for
-from engine.world.tasks import (
+from tests.training.ngrams import TOKEN, ngrams
+from tests.world.heldout_values import assert_heldout_values
+from training.corpus import corpus_lines, main
+from world import entities as E
+from world.agent import run_episode
+from world.format import assistant_spans, parse_call, render_chat
+from world.oracle import OracleModel, solve
+from world.state import world_for
+from world.tasks import (
     AGENT_INTENTS,
     ALL_INTENTS,
     EXTRA_INTENTS,
@@ -23,9 +26,6 @@ from engine.world.tasks import (
     load_heldout_tasks,
     validation_tasks,
 )
-from tests.training.ngrams import TOKEN, ngrams
-from tests.world.heldout_values import assert_heldout_values
-from training.corpus import corpus_lines, main
 
 PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)
 
@@ -148,7 +148,7 @@ def test_heldout_set_is_solved_by_its_gold_and_the_oracle():
 
 
 def test_heldout_document_set_is_committed_balanced_and_solvable():
-    from engine.world.tasks import DOC_INTENTS, HELDOUT_DOCS_PATH, make_heldout_documents
+    from world.tasks import DOC_INTENTS, HELDOUT_DOCS_PATH, make_heldout_documents
 
     docs = load_heldout_tasks(HELDOUT_DOCS_PATH)
     assert docs == json.loads(json.dumps(make_heldout_documents()))          # the file is what the code makes

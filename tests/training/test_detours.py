@@ -3,14 +3,14 @@ the right call; the wrong call stays out of the loss."""
 
 import random
 
-from engine.world import entities as E
-from engine.world.format import assistant_spans, parse_call
-from engine.world.grader import replay
-from engine.world.tasks import build_task
 from tests.sprout.helpers import tiny_tokenizer
 from training.corpus import corpus_lines
 from training.data import encode_texts
 from training.detours import detour, mixed_id
+from world import entities as E
+from world.format import assistant_spans, parse_call
+from world.grader import replay
+from world.tasks import build_task
 
 
 def test_mixed_id_takes_each_character_from_one_of_the_two_ids():

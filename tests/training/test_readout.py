@@ -7,11 +7,11 @@ import re
 
 import torch
 
-from engine.world.entities import COLORS
 from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_sprout, tiny_tokenizer
 from training.data import FOCUS, encode_texts
 from training.readout import ShopReadout
 from training.train import loss_bd
+from world.entities import COLORS
 
 
 def _shop_batch():

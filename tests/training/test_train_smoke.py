@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers import AutoModel
 
-import engine.sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
-from engine.sprout.config import preset_config
-from engine.sprout.modeling import SproutModel
+import sprout.modeling  # noqa: F401  (registers Sprout with the Auto classes)
+from sprout.config import preset_config
+from sprout.modeling import SproutModel
 from training.train import READOUT_LR_SCALE, main, param_groups
 
 
@@ -66,7 +66,7 @@ def test_smoke_training_saves_resumes_and_adapts(tmp_path):
 
 def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     """The AR twin is evaluated autoregressively, the BD twin by block diffusion."""
-    import engine.agent
+    import world.agent
     from engine.backends.sprout import SproutARBackend, SproutBackend
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
     from training.train import agent_eval
@@ -76,7 +76,7 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     class Done:
         success, nfe = True, 1
 
-    monkeypatch.setattr(engine.agent, "run_episode", lambda backend, task, cfg: seen.append(type(backend)) or Done())
+    monkeypatch.setattr(world.agent, "run_episode", lambda backend, task, cfg: seen.append(type(backend)) or Done())
     for twin, cls in (("ar", SproutARBackend), ("bd", SproutBackend)):
         seen.clear()
         report = agent_eval(tiny_sprout(causal=twin == "ar"), tiny_tokenizer(), twin, 2)

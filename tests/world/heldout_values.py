@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.world import entities as E
+from world import entities as E
 
 
 def assert_heldout_values(task, world) -> None:

@@ -1,6 +1,6 @@
 """Scripted stand-in models for the world's tests: each fails in one known way, plus
 oracle-backed fake backends (tests/fakes.py) that speak the oracle's calls through the real
-generation loop. The `oracle_*` factories are what `python -m engine.bench agent --model
+generation loop. The `oracle_*` factories are what `python -m bench agent --model
 py:tests.world.scripted:oracle_diffusion` loads."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.world.format import render_call, render_chat
-from engine.world.oracle import policy_for
-from engine.world.tasks import PHRASING_PATH, load_heldout_tasks
-from engine.world.tools import TOOLS_BY_NAME
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from world.format import render_call, render_chat
+from world.oracle import policy_for
+from world.tasks import PHRASING_PATH, load_heldout_tasks
+from world.tools import TOOLS_BY_NAME
 
 Model = Callable[[list[dict[str, str]]], str]
 

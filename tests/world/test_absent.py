@@ -1,7 +1,7 @@
 """Requests for a product the shop does not stock at all (tasks.py shop_absent) and for clothes
 it never sells (shop_unknown, "a raincoat"): the search finds nothing and the honest answer is the
 near miss's sentence. Training-corpus intents kept out of the committed benchmark sets; their own
-check sets are engine/world/heldout_absent.json and heldout_unknown.json."""
+check sets are world/heldout_absent.json and heldout_unknown.json."""
 
 import json
 import re
@@ -9,14 +9,16 @@ from collections import Counter
 
 import pytest
 
-from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world import entities as E
-from engine.world import grammar
-from engine.world.grader import grade
-from engine.world.oracle import OracleModel
-from engine.world.state import world_for
-from engine.world.tasks import (
+from tests.world.heldout_values import assert_heldout_values
+from training.corpus import corpus_lines, default_intents
+from world import entities as E
+from world import grammar
+from world.agent import run_episode
+from world.grader import grade
+from world.oracle import OracleModel
+from world.state import world_for
+from world.tasks import (
     ABSENT_INTENT,
     ABSENT_PATH,
     ABSENT_SEED,
@@ -31,9 +33,7 @@ from engine.world.tasks import (
     make_absent_set,
     task_seeds,
 )
-from engine.world.templates import ANSWERS
-from tests.world.heldout_values import assert_heldout_values
-from training.corpus import corpus_lines, default_intents
+from world.templates import ANSWERS
 
 ABSENT = load_heldout_tasks(ABSENT_PATH)
 CHECK_SETS = {ABSENT_INTENT: (ABSENT_PATH, ABSENT_SEED), UNKNOWN_INTENT: (UNKNOWN_PATH, UNKNOWN_SEED)}

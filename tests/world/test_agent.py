@@ -1,16 +1,16 @@
-"""engine/agent.py: the loop through engine.generate with fake backends speaking the oracle's
+"""world/agent.py: the loop through engine.generate with fake backends speaking the oracle's
 calls; transcripts keep text, call, observation and the Result with its frames."""
 
 import json
 
 import pytest
 
-from engine.agent import prompt_ids_for, run_episode
 from engine.trace import GenerationConfig
-from engine.world.format import render_chat
-from engine.world.tasks import make_task
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
+from world.agent import prompt_ids_for, run_episode
+from world.format import render_chat
+from world.tasks import make_task
 
 CONFIG = GenerationConfig(gen_length=320, block_size=32, steps=32, sampler="threshold", threshold=0.9)
 TASKS = [make_task("shop_out_of_stock", "heldout", 1), make_task("office_unpaid_total", "train", 2),
@@ -70,10 +70,10 @@ def test_unparsable_replies_are_fed_back_as_typed_errors():
 
 def test_context_overflow_ends_the_episode_as_step_limit():
     """A transcript that outgrows the model's context ends the episode (no exception) as step_limit."""
-    from engine.agent import run_episode
     from engine.trace import GenerationConfig
-    from engine.world.tasks import load_heldout_tasks
     from tests.fakes import FakeARBackend
+    from world.agent import run_episode
+    from world.tasks import load_heldout_tasks
 
     task = next(t for t in load_heldout_tasks() if t.get("domain") != "document")
     backend = FakeARBackend('<tool_call>{"name":"view_cart","arguments":{}}</tool_call>', max_length=160)

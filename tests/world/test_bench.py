@@ -1,14 +1,16 @@
-"""engine/bench.py: the agent benchmark, as a function and as the CLI, with tiny fake models."""
+"""bench/agent.py: the agent benchmark, as a function and as the CLI, with tiny fake models."""
 
 import json
 from math import comb
 
 import pytest
 
-from engine.bench import main, pass_hat_k, percentile, run_agent_benchmark
+from bench import main
+from bench.agent import pass_hat_k, run_agent_benchmark
+from bench.report import percentile
 from engine.trace import GenerationConfig
-from engine.world.tasks import load_heldout_tasks, validation_tasks
 from tests.world.scripted import babbling_ar, oracle_diffusion
+from world.tasks import load_heldout_tasks, validation_tasks
 
 FIELDS = {"attempts", "successes", "success_rate", "pass_hat_3", "median_task_s", "p90_task_s", "mean_nfe",
           "tokens_per_forward", "forwards_per_call", "scaffold", "errors"}

@@ -1,4 +1,4 @@
-"""engine/world/format.py: the chat template, canonical calls, and a parser that never raises."""
+"""world/format.py: the chat template, canonical calls, and a parser that never raises."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.world.format import (
+from world.format import (
     COMPACT_SYSTEM,
     EOS,
     PARSE_ERRORS,
@@ -19,7 +19,7 @@ from engine.world.format import (
     render_chat,
     system_prompt,
 )
-from engine.world.tools import TOOLS, TOOLS_BY_NAME
+from world.tools import TOOLS, TOOLS_BY_NAME
 
 CHAT = [
     {"role": "system", "content": "S"},

@@ -1,14 +1,14 @@
-"""engine/world/grader.py: success means end state + outputs; each scripted failure gets
+"""world/grader.py: success means end state + outputs; each scripted failure gets
 exactly its error_type, on every intent."""
 
 import pytest
 
-from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world.grader import answer_contains, gold_end_state, grade, replay
-from engine.world.state import world_for
-from engine.world.tasks import AGENT_INTENTS, make_task
 from tests.world.scripted import FAILURES
+from world.agent import run_episode
+from world.grader import answer_contains, gold_end_state, grade, replay
+from world.state import world_for
+from world.tasks import AGENT_INTENTS, make_task
 
 TASKS = [make_task(intent, split, seed) for intent in AGENT_INTENTS for split, seed in (("train", 1), ("heldout", 2))]
 

@@ -1,4 +1,4 @@
-"""engine/world/grammar.py and the tasks it phrases: broad training phrasings, held-out frames
+"""world/grammar.py and the tasks it phrases: broad training phrasings, held-out frames
 that are new combinations of training parts, held-out words, two-goal and outside-the-world
 tasks that the oracle solves and the grader checks."""
 
@@ -9,13 +9,13 @@ from collections import Counter
 
 import pytest
 
-from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world import grammar
-from engine.world import phrasebook as P
-from engine.world.format import render_call
-from engine.world.oracle import OracleModel
-from engine.world.tasks import (
+from world import grammar
+from world import phrasebook as P
+from world.agent import run_episode
+from world.format import render_call
+from world.oracle import OracleModel
+from world.tasks import (
     AGENT_INTENTS,
     OUTSIDE_INTENTS,
     PHRASING_INTENTS,
@@ -26,7 +26,7 @@ from engine.world.tasks import (
     make_task,
     phrase,
 )
-from engine.world.templates import INSTRUCTIONS
+from world.templates import INSTRUCTIONS
 
 CONFIG = GenerationConfig()
 

@@ -1,17 +1,18 @@
-"""The held-out phrasing benchmark (engine/world/heldout_phrasing_tasks.json): committed,
+"""The held-out phrasing benchmark (world/heldout_phrasing_tasks.json): committed,
 balanced, held-out in wording and in values, solvable; its validation split; and
-`engine.bench agent --task-set phrasing`."""
+`bench.agent agent --task-set phrasing`."""
 
 import json
 from collections import Counter
 
-from engine.agent import run_episode
-from engine.bench import main
+from bench import main
 from engine.trace import GenerationConfig
-from engine.world import grammar
-from engine.world.oracle import OracleModel
-from engine.world.state import world_for
-from engine.world.tasks import (
+from tests.world.heldout_values import assert_heldout_values
+from world import grammar
+from world.agent import run_episode
+from world.oracle import OracleModel
+from world.state import world_for
+from world.tasks import (
     OUTSIDE_INTENTS,
     PHRASING_INTENTS,
     PHRASING_PATH,
@@ -23,7 +24,6 @@ from engine.world.tasks import (
     phrasing_validation_tasks,
     task_group,
 )
-from tests.world.heldout_values import assert_heldout_values
 
 PHRASED = load_heldout_tasks(PHRASING_PATH)
 BENCH_ARGS = ["--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none"]

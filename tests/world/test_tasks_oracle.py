@@ -1,4 +1,4 @@
-"""engine/world: tasks, templates, the oracle (100 % under the grader) and document checkers."""
+"""world: tasks, templates, the oracle (100 % under the grader) and document checkers."""
 
 import json
 import shutil
@@ -6,14 +6,14 @@ from collections import Counter
 
 import pytest
 
-from engine.agent import run_episode
 from engine.trace import GenerationConfig
-from engine.world import entities as E
-from engine.world.documents import check_html, check_latex
-from engine.world.grader import grade_document
-from engine.world.oracle import OracleModel
-from engine.world.tasks import AGENT_INTENTS, ALL_INTENTS, DOC_INTENTS, OUTSIDE_INTENTS, generate_tasks, make_task
-from engine.world.templates import ANSWERS, INSTRUCTIONS
+from world import entities as E
+from world.agent import run_episode
+from world.documents import check_html, check_latex
+from world.grader import grade_document
+from world.oracle import OracleModel
+from world.tasks import AGENT_INTENTS, ALL_INTENTS, DOC_INTENTS, OUTSIDE_INTENTS, generate_tasks, make_task
+from world.templates import ANSWERS, INSTRUCTIONS
 
 CONFIG = GenerationConfig()
 SHOP_MULTI_STEP = {"shop_buy", "shop_out_of_stock", "office_invoice_by_name", "office_find_invoices",

@@ -1,12 +1,12 @@
-"""engine/world: the tool registry, the seeded world state and the tool functions."""
+"""world: the tool registry, the seeded world state and the tool functions."""
 
 import jsonschema
 import pytest
 
-from engine.world import entities as E
-from engine.world.format import full_system_prompt, render_response
-from engine.world.state import make_world, world_for
-from engine.world.tools import FUNCTIONS, TOOLS, argument_order, call_tool, openai_tools
+from world import entities as E
+from world.format import full_system_prompt, render_response
+from world.state import make_world, world_for
+from world.tools import FUNCTIONS, TOOLS, argument_order, call_tool, openai_tools
 
 EXPECTED = {
     "search_products": (["query", "color", "size"], ["query"], True),

@@ -1,0 +1,281 @@
+"""`python -m bench agent`: success and speed of one or two models on the agent tasks.
+
+`agent` runs the fixed held-out tasks (world/heldout_tasks.json): every attempt of a
+task uses its own seed, both models run in this one process, interleaved per task (their order
+alternating between attempts) after one warm-up episode each. Per model: attempts,
+successes, success_rate, pass_hat_3 (tau-bench pass^k, k = 3: mean over tasks of
+C(c, k) / C(n, k)), median / p90 task seconds, mean NFE per task, tokens per forward, and
+failures by error_type; median_ratio = median_task_s of A / that of B.
+
+`--task-set` picks the benchmark: `templates` (the default: the committed set above, worded by
+the templates the twins trained on), `phrasing` (world/heldout_phrasing_tasks.json:
+held-out sentence frames and combinations on held-out values, with two-goal and
+outside-the-world requests) or `words` (training frames with held-out synonyms; reported).
+`groups` then gives success per kind of task, and for outside-the-world tasks the attempts
+that called a tool.
+
+`--scaffold` runs every model twice in the same interleaved run, as it is and scaffolded
+(engine/scaffold/: the call's fixed text written by the registry's schema; jump-forward for an
+AR model), each with `forwards_per_call` (forwards per generated reply) and `scaffold`;
+`median_ratio_scaffold` is A scaffolded / B scaffolded.
+
+`--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
+is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
+looking at a benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import Counter
+from collections.abc import Callable
+from math import comb
+from pathlib import Path
+from typing import Any
+
+from bench.report import load_model, percentile, print_report, progress_bar
+from engine.catalog import bundled_decoding
+from engine.metrics import LABELS, total_tokens_per_forward
+from engine.trace import GenerationConfig
+from world.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
+from world.grader import ERROR_TYPES
+from world.tasks import TASK_SETS, load_heldout_tasks, task_group
+
+PASS_K = 3
+# The left-to-right threshold rule at 0.99 (engine.samplers.prefix_threshold), not Fast-dLLM's
+# plain rule at 0.9: measured on 300 validation tasks (--validation 300), see models/README.md.
+DEFAULT_CONFIG = GenerationConfig(**{**bundled_decoding(), "gen_length": 128})
+
+
+def pass_hat_k(counts: list[tuple[int, int]], k: int = PASS_K) -> float | None:
+    """tau-bench pass^k from (successes c, attempts n) per task; None when some n < k."""
+    if not counts or any(n < k for _, n in counts):
+        return None
+    return sum(comb(c, k) / comb(n, k) for c, n in counts) / len(counts)
+
+
+def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
+    """One model's numbers from its (task_id, transcript) list."""
+    per_task: dict[str, list[bool]] = {}
+    for task_id, t in episodes:
+        per_task.setdefault(task_id, []).append(t.success)
+    seconds = [t.seconds for _, t in episodes]
+    nfe = sum(t.nfe for _, t in episodes)
+    calls = [s.result.stats.nfe for _, t in episodes for s in t.steps if s.result is not None]
+    successes = sum(t.success for _, t in episodes)
+    errors = Counter(t.error_type for _, t in episodes if not t.success)
+    return {
+        "attempts": len(episodes), "successes": successes,
+        "success_rate": successes / len(episodes) if episodes else 0.0,
+        "pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_task.values()]),
+        "median_task_s": statistics.median(seconds) if seconds else 0.0,
+        "p90_task_s": percentile(seconds, 90) if seconds else 0.0,
+        "mean_nfe": nfe / len(episodes) if episodes else 0.0,
+        "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
+        "forwards_per_call": sum(calls) / len(calls) if calls else 0.0,   # forwards per generated reply
+        "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
+    }
+
+
+def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
+                        config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
+                        system: str | None = "auto", warmup: bool = True, scaffold: bool = False,
+                        progress: Callable[[int, int], None] | None = None,
+                        on_episode: Callable[[str, int, Transcript], None] | None = None) -> dict[str, Any]:
+    """Run every task `attempts` times on every backend, interleaved; the first name is A,
+    the second (if any) the baseline B. With `scaffold`, every backend runs twice, as it is and
+    scaffolded ("<name> (scaffold)": engine/scaffold/, jump-forward for AR), all in one
+    interleaved run; `median_ratio_scaffold` is then A scaffolded / B scaffolded. `on_episode`
+    gets (name, attempt, transcript) after each episode."""
+    if not backends:
+        raise ValueError("Give at least one backend to benchmark.")
+    if not tasks or attempts < 1:
+        raise ValueError("Give at least one task and one attempt.")
+    runs = {name: (backend, config.replace(scaffold=False)) for name, backend in backends.items()}
+    if scaffold:
+        runs.update({f"{name} (scaffold)": (backend, config.replace(scaffold=True))
+                     for name, backend in backends.items()})
+    names = list(runs)
+    if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
+        for name in names:
+            _forget_prompts(runs[name][0])
+            run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system)
+    episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
+    total, done = len(tasks) * attempts * len(names), 0
+    for task in tasks:
+        for attempt in range(attempts):
+            for name in (names if attempt % 2 == 0 else names[::-1]):
+                backend, run_config = runs[name]
+                _forget_prompts(backend)
+                transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
+                                         max_steps=max_steps, system=system)
+                episodes[name].append((task["id"], transcript))
+                if on_episode is not None:
+                    on_episode(name, attempt, transcript)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    models = {name: {**summarize(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
+    plain = list(backends)
+    report = {"models": models, "median_ratio": _ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
+              "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
+              "scaffold": scaffold}
+    if scaffold:
+        report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
+    return report
+
+
+def _forget_prompts(backend: Any) -> None:
+    """Every episode starts with no prompt kept (Sprout's PromptCache). With --scaffold one backend
+    runs each task twice in a row, and the second run would find the first's prompts cached: its
+    prefills free, a head start the first run did not have."""
+    kept = getattr(backend, "prompt_cache", None)
+    if kept is not None:
+        kept.clear()
+
+
+def episode_record(name: str, attempt: int, t: Transcript) -> dict[str, Any]:
+    """One episode as a JSON line of `--episodes`: what was asked, what the model did, the verdict."""
+    return {"model": name, "task_id": t.task_id, "attempt": attempt, "instruction": t.instruction,
+            "success": t.success, "error_type": t.error_type, "reason": t.reason,
+            "calls": [s.call if s.call is not None else {"error": s.error, "raw_text": s.raw_text} for s in t.steps],
+            "final_answer": t.final_answer, "seconds": t.seconds, "nfe": t.nfe, "new_tokens": t.new_tokens}
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write the file whole or not at all (a temporary file renamed over it)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    partial.replace(path)
+
+
+def _ratio(models: dict[str, dict[str, Any]], names: list[str]) -> float | None:
+    """median task seconds of the first name / that of the second."""
+    if len(names) < 2 or models[names[1]]["median_task_s"] <= 0:
+        return None
+    return models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
+
+
+def by_group(tasks: list[dict[str, Any]], episodes: list[tuple[str, Transcript]]) -> dict[str, dict[str, int]]:
+    """Attempts and successes per task group (world.tasks.task_group); outside-the-world
+    groups also count the attempts that called a tool (an honest answer calls none)."""
+    group_of = {t["id"]: task_group(t) for t in tasks}
+    out: dict[str, dict[str, int]] = {}
+    for task_id, t in episodes:
+        group = group_of[task_id]
+        row = out.setdefault(group, {"attempts": 0, "successes": 0})
+        row["attempts"] += 1
+        row["successes"] += int(t.success)
+        if group == "outside":
+            called = any(s.call and s.call["name"] != "finish" for s in t.steps)
+            row["tool_calls"] = row.get("tool_calls", 0) + int(called)
+    return out
+
+
+# -- CLI -------------------------------------------------------------------------------------
+def table(report: dict[str, Any]) -> str:
+    # tokens per forward labelled as in every view (engine/metrics.py LABELS)
+    head = (f"{'model':<28} {'success':>9} {'pass^3':>7} {'median s':>9} {'p90 s':>8} {'NFE':>7} "
+            f"{LABELS['tokens_per_forward']:>18} {'fwd/call':>8}  errors")
+    rows = [head, "-" * len(head)]
+    for name, m in report["models"].items():
+        p3 = "-" if m["pass_hat_3"] is None else f"{m['pass_hat_3']:.3f}"
+        errors = ", ".join(f"{k} {v}" for k, v in m["errors"].items()) or "none"
+        label = name if len(name) <= 28 else "..." + name[-25:]
+        rows.append(f"{label:<28} {m['successes']:>4}/{m['attempts']:<4} {p3:>7} {m['median_task_s']:>9.3f} "
+                    f"{m['p90_task_s']:>8.3f} {m['mean_nfe']:>7.1f} {m['tokens_per_forward']:>18.2f} "
+                    f"{m.get('forwards_per_call', 0.0):>8.2f}  {errors}")
+    for name, groups in report.get("groups", {}).items():
+        if len(groups) > 1:
+            label = name if len(name) <= 28 else "..." + name[-25:]
+            parts = [f"{g} {r['successes']}/{r['attempts']}" + (f" ({r['tool_calls']} with a tool call)"
+                                                               if "tool_calls" in r else "") for g, r in groups.items()]
+            rows.append(f"{label:<28} by group: {', '.join(parts)}")
+    if report.get("task_set"):
+        rows.append(f"tasks: {report['task_set']}, {report['tasks']} x {report['attempts']} attempts")
+    if report["median_ratio"] is not None:
+        rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
+    if report.get("median_ratio_scaffold") is not None:
+        rows.append(f"median task time ratio, both scaffolded (A / B jump-forward): "
+                    f"{report['median_ratio_scaffold']:.3f}")
+    return "\n".join(rows)
+
+
+def _parser() -> argparse.ArgumentParser:
+    agent = argparse.ArgumentParser(prog="python -m bench agent", description="Success and speed on the held-out "
+                                    "agent tasks.")
+    agent.add_argument("--model", required=True, help="model A: catalog name, folder, or py:module:function")
+    agent.add_argument("--baseline", help="model B, run interleaved with A")
+    agent.add_argument("--tasks", type=int, default=None,
+                       help="how many of the tasks (default: all; the committed held-out set has 49)")
+    agent.add_argument("--attempts", type=int, default=3)
+    agent.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    agent.add_argument("--device", default="auto")
+    agent.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
+    agent.add_argument("--task-set", choices=tuple(TASK_SETS), default="templates",
+                       help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
+                            "synonyms); --validation draws from the same kind")
+    task_set = agent.add_mutually_exclusive_group()
+    task_set.add_argument("--tasks-file", help="a JSON task list instead of the committed held-out set")
+    task_set.add_argument("--validation", type=int, metavar="N",
+                          help="N validation tasks (held-out values, none of the benchmark's) instead")
+    agent.add_argument("--no-warmup", action="store_true")
+    agent.add_argument("--episodes", metavar="PATH",
+                       help="also write one JSON line per episode (model, task, attempt, success, error, "
+                            "the calls made, the final answer, seconds, forwards) to PATH")
+    agent.add_argument("--scaffold", action="store_true",
+                       help="run every model twice in one interleaved run: as it is, and scaffolded (engine/scaffold/; "
+                            "an AR model with jump-forward)")
+    for key in ("gen_length", "block_size", "steps", "seed"):
+        agent.add_argument(f"--{key.replace('_', '-')}", type=int, default=getattr(DEFAULT_CONFIG, key))
+    agent.add_argument("--sampler", default=DEFAULT_CONFIG.sampler)
+    agent.add_argument("--threshold", type=float, default=DEFAULT_CONFIG.threshold)
+    agent.add_argument("--scaffold-threshold", type=float, default=DEFAULT_CONFIG.scaffold_threshold,
+                       help="scaffolded value tokens commit at confidence >= min(threshold, this)")
+    agent.add_argument("--temperature", type=float, default=DEFAULT_CONFIG.temperature)
+    return agent
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench agent ...` (argv after the word `agent`)."""
+    args = _parser().parse_args(argv)
+    return print_report(lambda: _agent_report(args), args.json, table)
+
+
+def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
+    config = GenerationConfig(gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
+                              sampler=args.sampler, threshold=args.threshold, temperature=args.temperature,
+                              seed=args.seed, scaffold_threshold=args.scaffold_threshold)
+    if args.validation is not None and args.validation < 1:
+        raise ValueError(f"--validation must be at least 1, got {args.validation}.")
+    if args.tasks_file and args.task_set != "templates":
+        raise ValueError("Give either --tasks-file or --task-set, not both.")
+    benchmark, validation = TASK_SETS[args.task_set]
+    if args.validation:
+        tasks = validation(args.validation)
+    else:
+        tasks = load_heldout_tasks(args.tasks_file) if args.tasks_file else benchmark()
+    if args.tasks is None:
+        args.tasks = len(tasks)
+    if not 1 <= args.tasks <= len(tasks):
+        raise ValueError(f"--tasks must be between 1 and {len(tasks)}, got {args.tasks}.")
+    backends = {args.model: load_model(args.model, args.device)}
+    if args.baseline:
+        backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
+            args.baseline, args.device)
+    system = None if args.system == "none" else args.system
+    lines: list[str] = []
+    report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
+                                 system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
+                                 progress=progress_bar(),
+                                 on_episode=lambda *e: lines.append(json.dumps(episode_record(*e))))
+    if args.episodes:
+        write_lines(Path(args.episodes), lines)
+    named = "" if args.task_set == "templates" else f"{args.task_set} "
+    report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
+                          else args.tasks_file or f"{named or 'held-out '}benchmark")
+    return report
+

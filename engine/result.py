@@ -1,0 +1,27 @@
+"""The Result of a generation, built from its frames alone: the generation loops, the scaffolded
+loops, a served model's stream and a stopped run all end here, so every number a person sees has
+one derivation (engine/metrics.py)."""
+
+from __future__ import annotations
+
+from engine.metrics import Ends, numbers
+from engine.trace import Frame, Result
+
+
+def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, length: int | None = None) -> Result:
+    """The Result of a (possibly partial) list of frames; everything is derived from them.
+
+    token_ids = the answer ids of the last canvas (engine/metrics.py: cut at the first EOS and at
+    `length`, pad and mask ids dropped); every number comes from `metrics.numbers`, model time
+    being the last frame's clock. `seconds` is the wall time of the generation as its caller saw it.
+    With aligned blocks the canvas runs on to the end of the last block, as upstream decodes it,
+    so the generation length cuts the answer: it never holds more than gen_length tokens.
+    """
+    ends = Ends.of(backend, length)
+    token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
+    stats = numbers(frames, ends, stop_reason, wall_s=seconds)
+    mask_id = ends.mask_id
+    ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
+    pieces = {t: backend.token_piece(t) for t in sorted(ids)}
+    return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
+                  mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id)
