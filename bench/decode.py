@@ -9,12 +9,13 @@
 `--model` is a catalog name or folder, or `random:NAME` with NAME one of RANDOM_MODELS: a
 randomly initialised Qwen2 (--hidden 128, --layers 2, the tiny character tokenizer of
 reference/tiny.py) wired as that upstream model is (bidirectional or block-causal, logit
-shift or not), built here. `--decoding` defaults to the one the model follows. `--cache` decodes a full-attention model
-with Fast-dLLM v1's prefix or dual cache (engine/backends/kv_window.py; the reference loop is then
-the cached one, reference/fast_dllm_cache.py). Numbers per run (engine, reference): forwards,
-answer tokens (at most gen_length per prompt), tokens/forward, positions computed per forward (the
-query positions the engine's forwards fed the model, over the forwards; full-attention backends
-count them), seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
+shift or not), built here. `--decoding` defaults to the one the model follows. `--cache`
+decodes a full-attention model with Fast-dLLM v1's prefix or dual cache
+(engine/backends/kv_window.py; the reference loop is then the cached one,
+reference/fast_dllm_cache.py). Numbers per run (engine, reference): forwards, answer tokens (at
+most gen_length per prompt), tokens/forward, positions computed per forward (the query positions
+the engine's forwards fed the model, over the forwards; full-attention backends count them),
+seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
 an accelerator: clock_for), tokens/s; overhead = engine s / reference s, and per forward (for a
 decoding whose forwards differ from the reference's); and whether the engine produced the
 reference's canvases, round for round (for SDAR through a round where upstream overwrote a
