@@ -1,5 +1,5 @@
 """The generation controls every tab shows, built once: one named mapping (name -> component)
-with an `info=` line on each, every sampler's parameter, top-p / top-k, the playback pace,
+with an `info=` line on each, every sampler's parameter, top-p / top-k, the playback pace, the cache,
 named presets (built in, and saved in the session store), and a short "How this works".
 
 `generation_controls` is called inside a tab's layout; the tab hands the returned mapping's
@@ -15,7 +15,7 @@ import gradio as gr
 
 from engine.metrics import LABELS, MEANINGS
 from engine.sampler_table import SAMPLERS
-from engine.trace import GenerationConfig
+from engine.trace import CACHE_MODES, GenerationConfig
 from visualizer.escape import markdown_text
 
 from .settings import RANGES, REMASK_CHOICES, SAMPLER_CHOICES
@@ -47,6 +47,9 @@ INFO = {
               "back and decode them again; cap = do so while it still has masks.",
     "remask_rounds": "Remasking: how many rounds per block may put tokens back (the budget; 0 = none).",
     "remask_count": "Remasking: how many of the block's least sure tokens go back in each such round.",
+    "cache": "LLaDA and Dream only (full attention): prefix keeps the keys and values before the block from its "
+             "first round, dual also the masked rest's; fewer positions computed per forward, answers not "
+             "the same as none (the reference). Other models: none.",
     "pace_ms": "Playback pace: how long each drawn state stays on screen (0 = as fast as it computes). A forward "
                "that decided many tokens is drawn in labelled parts, surest first. It changes what you see and the "
                "wall time, not the model time: the page never draws while a forward runs.",
@@ -55,10 +58,15 @@ INFO = {
 # Later additions go at the end, so a client that passes the earlier ones by position still works.
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
          "top_p", "top_k", "seed", "pace_ms", "edit_threshold", "max_post_steps", "remask", "remask_rounds",
-         "remask_count")
+         "remask_count", "cache")
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
 WATCH_IT_EDIT = "Watch it edit"
+_CACHES = ("with **none**, every round re-reads the prompt and the whole canvas. Fast-dLLM's **prefix** cache "
+           "runs the whole sequence once at a block's first round and keeps the keys and values of everything "
+           "before the block; later rounds feed only the block and what follows it. **dual** also keeps the "
+           "masked rest's, so later rounds feed the block alone. Attention looks both ways, so those kept values "
+           "go stale as the block fills in: the answers can differ from none's, and are refreshed at every block.")
 _TEACHING = ("One token per round, surest first (low_confidence with steps = block size): "
              "every round of every block is a frame.")
 
@@ -119,7 +127,8 @@ def how_it_works() -> str:
         f"{_EDITING_NOTE}\n\n"
         f"**{SHOW_EVERY_ROUND}** (preset): {_TEACHING}\n\n"
         f"**{WATCH_IT_EDIT}** (preset): remasking on the bundled model (threshold 0.3 at temperature 1, loop, "
-        f"8 tokens back 4 times a block), slowed to 300 ms a round.\n\n{WATCHING}\n\n**The numbers**:\n{numbers}"
+        f"8 tokens back 4 times a block), slowed to 300 ms a round.\n\n**Cache** (LLaDA, Dream): {_CACHES}\n\n"
+        f"{WATCHING}\n\n**The numbers**:\n{numbers}"
     )
 
 
@@ -187,6 +196,10 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
     with gr.Row():
         controls["remask_count"] = _slider("remask_count", "Remask count",
                                            defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
+    if with_sampling:                                  # the agent tab runs Sprout models, which keep no such cache
+        with gr.Row():
+            controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
+                                            info=INFO["cache"], elem_id=f"{prefix}-cache")
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 

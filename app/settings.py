@@ -36,7 +36,7 @@ _EDITING = {name: getattr(GenerationConfig(), name)
             for name in ("edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count")}
 DEFAULTS: dict[str, Any] = {
     "gen_length": 64, "factor": 1.0, "entropy_bound": 0.5, "top_p": 1.0, "top_k": 0, **_EDITING,
-    **bundled_decoding(), "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS,
+    **bundled_decoding(), "temperature": 0.0, "seed": 0, "pace_ms": PACE_MS, "cache": "none",
 }
 AGENT_DEFAULTS: dict[str, Any] = {**DEFAULTS, "gen_length": 128}
 SAMPLER_CHOICES = [s for s in SAMPLERS if s != "reference"]

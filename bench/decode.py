@@ -3,13 +3,18 @@
 (reference/), so the engine's overhead over a plain loop is a measured ratio.
 
     python -m bench decode --model random:llada [--decoding fast_dllm_threshold]
-        [--reference] [--gen-length 32] [--block-size 16] [--steps 16] [--repeats 3] [--json]
+        [--cache none|prefix|dual] [--reference] [--gen-length 32] [--block-size 16] [--steps 16]
+        [--repeats 3] [--json]
 
 `--model` is a catalog name or folder, or `random:NAME` with NAME one of RANDOM_MODELS: a
 randomly initialised Qwen2 (--hidden 128, --layers 2, the tiny character tokenizer of
 reference/tiny.py) wired as that upstream model is (bidirectional or block-causal, logit
-shift or not), built here. `--decoding` defaults to the one the model follows. Numbers per run
-(engine, reference): forwards, answer tokens (at most gen_length per prompt), tokens/forward,
+shift or not), built here. `--decoding` defaults to the one the model follows. `--cache`
+decodes a full-attention model with Fast-dLLM v1's prefix or dual cache
+(engine/backends/kv_window.py; the reference loop is then the cached one,
+reference/fast_dllm_cache.py). Numbers per run (engine, reference): forwards, answer tokens (at
+most gen_length per prompt), tokens/forward, positions computed per forward (the query positions
+the engine's forwards fed the model, over the forwards; full-attention backends count them),
 seconds (each prompt's best of `--repeats`, summed; process CPU time on the CPU, wall clock on
 an accelerator: clock_for), tokens/s; overhead = engine s / reference s, and per forward (for a
 decoding whose forwards differ from the reference's); and whether the engine produced the
@@ -27,7 +32,7 @@ from typing import Any
 
 import torch
 
-from engine.trace import GenerationConfig
+from engine.trace import CACHE_MODES, GenerationConfig
 
 PROMPTS = ("What is two plus two?", "Name a colour.", "Write a short line about the sea, please.",
            "List three fruits", "Say hello")
@@ -86,11 +91,14 @@ def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: in
 
 def _llada(rule: str) -> Callable[..., list[list[int]]]:
     def decode(model, prompt, config, mask_id):
-        from reference import llada
+        from reference import fast_dllm_cache, llada
 
-        return llada.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, block=config.block_size,
-                            steps=config.steps, temperature=config.temperature, seed=config.seed, rule=rule,
-                            threshold=config.threshold, factor=config.factor)
+        settings = {"mask_id": mask_id, "gen_length": config.gen_length, "block": config.block_size,
+                    "steps": config.steps, "temperature": config.temperature, "seed": config.seed, "rule": rule,
+                    "threshold": config.threshold, "factor": config.factor}
+        if config.cache != "none":
+            return fast_dllm_cache.decode(model, prompt, cache=config.cache, **settings)
+        return llada.decode(model, prompt, **settings)
     return decode
 
 
@@ -98,7 +106,8 @@ def _dream(model, prompt, config, mask_id):
     from reference import dream
 
     return dream.decode(model, prompt, mask_id=mask_id, gen_length=config.gen_length, steps=config.steps,
-                        temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, seed=config.seed)
+                        temperature=config.temperature, top_p=config.top_p, top_k=config.top_k, seed=config.seed,
+                        cache=config.cache)
 
 
 def _sdar(model, prompt, config, mask_id):
@@ -175,15 +184,17 @@ def clock_for(device) -> tuple[str, Any]:
     return "wall clock", time.perf_counter
 
 
-def _engine_once(backend, prompt: list[int], config: GenerationConfig) -> tuple[list, int, int, float, int]:
-    """(canvases, forwards, answer tokens, seconds, edits) of one generation."""
+def _engine_once(backend, prompt: list[int], config: GenerationConfig
+                 ) -> tuple[list, int, int, float, int, int | None]:
+    """(canvases, forwards, answer tokens, seconds, edits, positions computed or None) of one generation."""
     from engine.generate import run
 
     clock = clock_for(backend.device)[1]
     started = clock()
     result = run(backend, prompt, config)
     seconds = clock() - started
-    return [f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds, result.stats.edits
+    return ([f.canvas for f in result.frames], result.stats.nfe, result.stats.new_tokens, seconds, result.stats.edits,
+            backend.positions_computed)
 
 
 def _reference_once(backend, prompt: list[int], config: GenerationConfig,
@@ -196,12 +207,14 @@ def _reference_once(backend, prompt: list[int], config: GenerationConfig,
     rounds = REFERENCES[decoding](OnDevice(backend.model), prompt, config, backend.mask_id)
     seconds = clock() - started
     answer = Ends.of(backend).answer_positions(rounds[-1][:config.gen_length])        # as the engine counts
-    return rounds, len(rounds), len(answer), seconds, rewrites(rounds, backend.mask_id, answer)
+    # the slow loops run the whole sequence every round: no count of positions computed
+    return rounds, len(rounds), len(answer), seconds, rewrites(rounds, backend.mask_id, answer), None
 
 
-def _numbers(nfe: int, tokens: int, seconds: float, edits: int) -> dict[str, Any]:
+def _numbers(nfe: int, tokens: int, seconds: float, edits: int, positions: int | None) -> dict[str, Any]:
     # edits: rewritten tokens, apart from the answer tokens (engine/metrics.py)
     return {"forwards": nfe, "new_tokens": tokens, "tokens_per_forward": round(tokens / nfe, 3) if nfe else 0.0,
+            "positions_per_forward": round(positions / nfe, 1) if nfe and positions is not None else None,
             "seconds": round(seconds, 4), "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else 0.0,
             "edits": edits}
 
@@ -229,8 +242,9 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
                               "decoding": reference, "config": config.to_dict(), "repeats": repeats,
                               "clock": clock_for(backend.device)[0]}
     for name in runners:
+        positions = [r[5] for r in last[name]]
         report[name] = _numbers(sum(r[1] for r in last[name]), sum(r[2] for r in last[name]), sum(best[name]),
-                                sum(r[4] for r in last[name]))
+                                sum(r[4] for r in last[name]), None if None in positions else sum(positions))
     if reference:
         engine, ref = report["engine"], report["reference"]
         report["overhead"] = round(engine["seconds"] / ref["seconds"], 3)
@@ -242,13 +256,15 @@ def benchmark(backend, config: GenerationConfig, *, reference: str | None, repea
 
 
 def table(report: dict[str, Any]) -> str:
-    keys = ("forwards", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s", "edits")
+    keys = ("forwards", "new_tokens", "tokens_per_forward", "positions_per_forward", "seconds", "tokens_per_s",
+            "edits")
     lines = [f"{report['model']} on {report['device']}, {report['prompts']} prompts, each one's best of "
-             f"{report['repeats']} ({report['clock']})",
-             f"{'':10}" + "".join(f"{k:>20}" for k in keys)]
+             f"{report['repeats']} ({report['clock']}), cache {report['config'].get('cache', 'none')}",
+             f"{'':10}" + "".join(f"{k:>22}" for k in keys)]
     for name in ("engine", "reference"):
         if name in report:
-            lines.append(f"{name:10}" + "".join(f"{report[name][k]:>20}" for k in keys))
+            lines.append(f"{name:10}" + "".join(f"{'-' if report[name][k] is None else report[name][k]:>22}"
+                                                for k in keys))
     if "overhead" in report:
         lines.append(f"overhead (engine s / reference s): {report['overhead']} · per forward: "
                      f"{report['overhead_per_forward']} · same canvases: {report['same_canvases']}")
@@ -256,7 +272,7 @@ def table(report: dict[str, Any]) -> str:
 
 
 def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int,
-                  temperature: float | None, top_p: float | None = None) -> GenerationConfig:
+                  temperature: float | None, top_p: float | None = None, cache: str = "none") -> GenerationConfig:
     """The GenerationConfig of a DECODINGS entry at these sizes. Dream decodes the whole canvas
     as one block; Fast-dLLM v2's sub-blocks are at most a block; LLaDA2's "temperature 0" samples
     at 1 (its reference does), so its default is 1."""
@@ -274,7 +290,7 @@ def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int
     if settings.get("sub_block_size", 0) > block_size:                        # sub-blocks tile a block
         settings["sub_block_size"] = block_size
     return GenerationConfig(**{**settings, "gen_length": gen_length, "block_size": block_size, "steps": steps,
-                               "temperature": temperature, "stop_on_eos": False})
+                               "temperature": temperature, "stop_on_eos": False, "cache": cache})
 
 
 def parser() -> argparse.ArgumentParser:
@@ -282,6 +298,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help=f"catalog name, folder, or random:NAME ({', '.join(RANDOM_MODELS)})")
     p.add_argument("--decoding", help="a catalog DECODINGS name (the upstream rules); default: the one the model "
                                       "follows")
+    p.add_argument("--cache", choices=CACHE_MODES, default="none",
+                   help="full-attention models: Fast-dLLM v1's prefix or dual cache (default none)")
     p.add_argument("--reference", action="store_true", help="also run the reference loop and give the overhead")
     p.add_argument("--hidden", type=int, default=128, help="random models: hidden size")
     p.add_argument("--layers", type=int, default=2, help="random models: layers")
@@ -317,7 +335,7 @@ def _report(args) -> dict:
     if decoding is None:
         raise ValueError(f"{args.model} follows no upstream decoding: name one with --decoding.")
     config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
-                           temperature=args.temperature, top_p=args.top_p)
+                           temperature=args.temperature, top_p=args.top_p, cache=args.cache)
     if random_name is not None:
         backend = random_backend(random_name, args.device, args.hidden, args.layers)
     else:

@@ -133,15 +133,19 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              "tests/reference/test_upstream_dream.py"),
 )}
 
+# Caches: LLaDA's generate.py and Dream's demo_completion.py decode without one, so these presets
+# say cache "none". Fast-dLLM v1's demos add the prefix or dual cache (GenerationConfig.cache), but
+# through their own modeling files: the hub's LLaDA code keeps no keys and values and is refused
+# with a sentence (engine/backends/kv_window.py says what a model needs).
 PRESETS: tuple[Preset, ...] = (
     Preset("LLaDA-8B-Instruct", "full_attention", "GSAI-ML/LLaDA-8B-Instruct", mask_id=126336,
            trust_remote_code=True, loader="AutoModel", model_types=("llada",),
-           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["llada"].settings},
+           defaults={"gen_length": 128, "block_size": 32, "steps": 32, **DECODINGS["llada"].settings, "cache": "none"},
            description="LLaDA 8B instruct: masked diffusion, full attention, no KV cache.", follows="llada"),
     Preset("Dream-v0-Instruct-7B", "full_attention", "Dream-org/Dream-v0-Instruct-7B", mask_id=151666,
            logit_shift=True, trust_remote_code=True, loader="AutoModel", model_types=("dream",),
            defaults={"gen_length": 128, "block_size": 128, "steps": 128, **DECODINGS["dream"].settings,
-                     "temperature": 0.2, "top_p": 0.95},
+                     "temperature": 0.2, "top_p": 0.95, "cache": "none"},
            description="Dream 7B instruct: diffusion adapted from Qwen2.5, full attention, shifted logits.",
            follows="dream"),
     Preset("Fast_dLLM_v2_1.5B", "block_causal", "Efficient-Large-Model/Fast_dLLM_v2_1.5B", mask_id=151665,

@@ -59,6 +59,8 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig,
             f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
             f"or the generation length."
         )
+    if config.cache not in backend.cache_modes:
+        raise ConfigError(cache_refusal(backend, config.cache))
     if backend.remote:                         # served elsewhere (engine/backends/remote.py)
         if config.scaffolded:
             raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
@@ -75,6 +77,15 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig,
     if backend.kind == "autoregressive":
         return _autoregressive(backend, prompt, config)
     raise BackendError(f"Backend {backend.name} has kind {backend.kind!r}; expected diffusion or autoregressive.")
+
+
+def cache_refusal(backend, cache: str) -> str:
+    """Why `backend` cannot decode with the `cache` cache, as a sentence."""
+    if backend.kind != "diffusion" or not backend.windowed_cache:
+        return (f"{backend.name} cannot use the {cache} cache: only full-attention diffusion models (LLaDA, "
+                f"Dream) can; it decodes another way (keeping its own cache where it has one). Set cache to none.")
+    return (f"{backend.name} cannot use the {cache} cache: its forward takes no keys and values to reuse. "
+            f"Set cache to none.")
 
 
 def run(
@@ -103,10 +114,13 @@ def run(
 # --------------------------------------------------------------------------- diffusion
 
 @torch.inference_mode()
-def _start_canvas(backend, prompt: list[int], length: int, aligned_to: int | None = None) -> torch.Tensor:
+def _start_canvas(backend, prompt: list[int], length: int, aligned_to: int | None = None,
+                  cache: str = "none") -> torch.Tensor:
     ids = torch.tensor([prompt], dtype=torch.long, device=backend.device)     # (1, P)
     if aligned_to:
         backend.prefill(ids, block_size=aligned_to)
+    elif cache != "none":
+        backend.prefill(ids, cache=cache)
     else:
         backend.prefill(ids)
     return torch.full((1, length), backend.mask_id, dtype=torch.long, device=backend.device)  # (1, L)
@@ -136,6 +150,19 @@ def _greedy_first_token(backend, canvas: torch.Tensor, position: int) -> list[tu
     token = int(probs.argmax())
     canvas[0, position] = token
     return [(position, token, float(probs[token]))]
+
+
+@torch.inference_mode()
+def _score_row(config: GenerationConfig, prompt_length: int, length: int, block: slice, span: slice,
+               round_index: int) -> tuple[int, int]:
+    """Where the span sits in the row upstream ranks with torch.topk, and the row's length: prompt
+    + canvas, except in a cached round (not a block's first), where Fast-dLLM ranks over what that
+    forward fed: the block and the suffix (prefix cache) or the block alone (dual cache). Only
+    exact ties between confidences see the difference."""
+    if config.cache == "none" or round_index == 0:
+        return prompt_length + span.start, prompt_length + length
+    end = length if config.cache == "prefix" else block.stop
+    return span.start - block.start, end - block.start
 
 
 @torch.inference_mode()
@@ -170,7 +197,8 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
                                 untempered_confidence=config.untempered_confidence, never=backend.mask_id,
                                 dtype=dtype)
         chosen = select(config, probs, tokens, masked, round_index, schedule, generator,
-                        row=(prompt_length + span.start, prompt_length + canvas.shape[1]), current=current.clone())
+                        row=_score_row(config, prompt_length, canvas.shape[1], block, span, round_index),
+                        current=current.clone())
         conf = confidence(probs, tokens)                                       # c_i = p_i[x_i]
     picked = chosen.nonzero()[:, 0]                                            # (n,) positions in the span
     toks = tokens[picked]
@@ -222,7 +250,8 @@ def _diffusion(backend, prompt: list[int], config: GenerationConfig) -> Generato
         raise ConfigError(f"{backend.name} cannot align blocks to the prompt (only block-causal models can): "
                           f"turn aligned blocks off.")
     blocks = block_slices(len(prompt), config)
-    canvas = _start_canvas(backend, prompt, blocks[-1].stop, config.block_size if config.aligned_blocks else None)
+    canvas = _start_canvas(backend, prompt, blocks[-1].stop, config.block_size if config.aligned_blocks else None,
+                           config.cache)
     mask_id = backend.mask_id
     schedule = transfer_schedule(config.block_size, config.steps)             # over a whole block, as SDAR
     frames: list[Frame] = []

@@ -77,7 +77,7 @@ class Ends:
 
     @classmethod
     def of(cls, backend: Any, length: int | None = None) -> Ends:
-        mask = backend.mask_id if getattr(backend, "kind", "") == "diffusion" else None
+        mask = backend.mask_id if backend.kind == "diffusion" else None
         return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask, length)
 
     def cut(self, canvas: Sequence[int]) -> int:

@@ -25,6 +25,10 @@ MAX_TEMPERATURE = 100.0
 MAX_FACTOR = float(MAX_TOKENS)
 MAX_ENTROPY_BOUND = float(MAX_TOKENS)
 MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
+# Fast-dLLM v1's caches for full-attention models (engine/backends/kv_window.py): none re-reads
+# everything every forward (the reference); prefix keeps the keys and values before the block from
+# the block's first forward; dual keeps the masked suffix's too.
+CACHE_MODES = ("none", "prefix", "dual")
 
 # Each setting as the page labels it: (label, lowest, highest) for whole numbers, (label, what
 # is allowed, test) for real numbers, label for switches.
@@ -151,6 +155,7 @@ class GenerationConfig:
     remask: str = "off"
     remask_rounds: int = 2
     remask_count: int = 2
+    cache: str = "none"                  # full-attention backends: one of CACHE_MODES
     # Scaffolded decoding (engine/scaffold/): the output's fixed text is written into the canvas,
     # only its value slots are decoded. `schema` alone (structured output) turns it on too.
     scaffold: bool = False               # the answer is one tool call of the registry (world/tools.py)
@@ -191,6 +196,8 @@ class GenerationConfig:
             out.append(f"Unknown schedule {shown_value(self.schedule)}; choose one of {', '.join(SCHEDULES)}.")
         if self.remask not in REMASK_SCHEDULES:
             out.append(f"Unknown remasking {shown_value(self.remask)}; choose one of {', '.join(REMASK_SCHEDULES)}.")
+        if self.cache not in CACHE_MODES:
+            out.append(f"Unknown cache {shown_value(self.cache)}; choose one of {', '.join(CACHE_MODES)}.")
         if self.schema is not None:
             deep = value_depth(self.schema, stop_past=MAX_DEPTH) > MAX_DEPTH
             problem = (f"The JSON schema nests more than {MAX_DEPTH} levels deep; a schema the scaffold can "
@@ -206,6 +213,11 @@ class GenerationConfig:
                 f"choose a block size that divides it (for example {fits}) "
                 f"or a length that is a multiple of {self.block_size}."
             )
+        if self.cache != "none" and (self.scaffolded or self.aligned_blocks or self.sub_block_size):
+            what = ("scaffolded decoding" if self.scaffolded else "aligned blocks" if self.aligned_blocks
+                    else "sub-blocks")
+            out.append(f"The {self.cache} cache follows blocks laid after the prompt and decoded one after the "
+                       f"other; {what} decode another way: set cache to none or turn {what} off.")
         if SAMPLERS[self.sampler].scheduled and self.steps > self.block_size:
             out.append(
                 f"Steps per block ({self.steps}) exceed the block size ({self.block_size}): the "

@@ -22,6 +22,11 @@ What it does, over the whole canvas at once (no blocks):
 Dream's model returns its lm_head output uncast (bf16 on a GPU). Matched noise: Categorical
 sampling upstream; here the Gumbel-max sample with the engine's uniforms, drawn for every canvas
 row as the engine does and read at the masked rows.
+
+With `cache` "prefix" or "dual", the rounds after the first run Fast-dLLM v1's cached forward
+(reference/fast_dllm_cache.py StaleRows): Dream's one block is the whole canvas, so both
+caches keep the prompt's keys and values from the first round and feed the canvas with the
+prompt's last position (its hidden predicts the first canvas token). Dream's round is unchanged.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import torch
 
 from reference.device import native
+from reference.fast_dllm_cache import StaleRows
 from reference.noise import uniforms
 
 
@@ -47,52 +53,66 @@ def _top_k(logits: torch.Tensor, top_k: int) -> torch.Tensor:
 
 
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, steps: int, temperature: float,
-           top_p: float, seed: int, top_k: int = 0, alg: str = "entropy", eps: float = 1e-3) -> list[list[int]]:
+           top_p: float, seed: int, top_k: int = 0, alg: str = "entropy", eps: float = 1e-3,
+           cache: str = "none") -> list[list[int]]:
     """The canvas after every round. `model` is a transformers model or reference.device's
     OnDevice wrapper: either way the loop computes in its logits' own dtype and on its device, as
     Dream does. `alg`: entropy, maskgit_plus (confidence
     p[x0]) or topk_margin (p_(1) - p_(2))."""
     generator = torch.Generator().manual_seed(seed)
-    device = model.device
     p = len(prompt)
-    x = torch.tensor([prompt + [mask_id] * gen_length], device=device)
+    x = torch.tensor([prompt + [mask_id] * gen_length], device=model.device)
     timesteps = torch.linspace(1, eps, steps + 1)
     canvases = []
-    for i in range(steps):
-        mask_index = x[0] == mask_id                                             # (P + L,)
-        with torch.no_grad():
-            logits = native(model, model(input_ids=x).logits[0])             # (P + L, V)
-        logits = torch.cat([logits[:1], logits[:-1]])                         # shifted
-        noise = uniforms(generator, gen_length, logits.shape[-1]) if temperature > 0 else None
-        mask_logits = logits[mask_index]                                      # (M, V)
-        if temperature > 0:
-            mask_logits = mask_logits / temperature
-        if top_p < 1:
-            mask_logits = _top_p(mask_logits, top_p)
-        if top_k > 0:
-            mask_logits = _top_k(mask_logits, top_k)
-        probs = torch.softmax(mask_logits, -1)
-        if temperature > 0:
-            g = -torch.log(-torch.log(noise[mask_index[p:].cpu()])).to(device)
-            x0 = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
-        else:
-            x0 = probs.max(-1).indices
-        if alg == "entropy":
-            confidence = torch.sum(probs * torch.log(probs + 1e-10), dim=-1)
-        elif alg == "topk_margin":
-            sorted_probs = torch.sort(probs, dim=-1, descending=True).values
-            confidence = sorted_probs[:, 0] - sorted_probs[:, 1]
-        else:
-            confidence = probs.gather(-1, x0[:, None])[:, 0]
-        t, s = timesteps[i], timesteps[i + 1]
-        num_mask_token = mask_index.sum().cpu() / 1
-        k = int(num_mask_token * (1 - s / t)) if i < steps - 1 else int(num_mask_token)
-        if k > 0:
-            full = torch.full(x.shape[1:], float("-inf"), dtype=logits.dtype, device=device)
-            full[mask_index] = confidence
-            chosen = torch.topk(full, k).indices
-            proposal = torch.full_like(x[0], mask_id)
-            proposal[mask_index] = x0
-            x[0, chosen] = proposal[chosen]
-        canvases.append(x[0, p:].tolist())
+    stale = StaleRows(model) if cache != "none" else None
+    try:
+        for i in range(steps):
+            if stale is not None:
+                stale.window = None if i == 0 else (p - 1, x.shape[1])
+            canvases.append(_round(model, x, i, p, mask_id, gen_length, steps, temperature, top_p, top_k, alg,
+                                   timesteps, generator))
+    finally:
+        if stale is not None:
+            stale.remove()
     return canvases
+
+
+def _round(model, x, i, p, mask_id, gen_length, steps, temperature, top_p, top_k, alg, timesteps, generator):
+    """One round of Dream's loop on x (1, P + L) in place; the canvas after it."""
+    device = model.device
+    mask_index = x[0] == mask_id                                             # (P + L,)
+    with torch.no_grad():
+        logits = native(model, model(input_ids=x).logits[0])             # (P + L, V)
+    logits = torch.cat([logits[:1], logits[:-1]])                         # shifted
+    noise = uniforms(generator, gen_length, logits.shape[-1]) if temperature > 0 else None
+    mask_logits = logits[mask_index]                                      # (M, V)
+    if temperature > 0:
+        mask_logits = mask_logits / temperature
+    if top_p < 1:
+        mask_logits = _top_p(mask_logits, top_p)
+    if top_k > 0:
+        mask_logits = _top_k(mask_logits, top_k)
+    probs = torch.softmax(mask_logits, -1)
+    if temperature > 0:
+        g = -torch.log(-torch.log(noise[mask_index[p:].cpu()])).to(device)
+        x0 = (torch.log(probs.to(torch.float64)) + g).argmax(-1)
+    else:
+        x0 = probs.max(-1).indices
+    if alg == "entropy":
+        confidence = torch.sum(probs * torch.log(probs + 1e-10), dim=-1)
+    elif alg == "topk_margin":
+        sorted_probs = torch.sort(probs, dim=-1, descending=True).values
+        confidence = sorted_probs[:, 0] - sorted_probs[:, 1]
+    else:
+        confidence = probs.gather(-1, x0[:, None])[:, 0]
+    t, s = timesteps[i], timesteps[i + 1]
+    num_mask_token = mask_index.sum().cpu() / 1
+    k = int(num_mask_token * (1 - s / t)) if i < steps - 1 else int(num_mask_token)
+    if k > 0:
+        full = torch.full(x.shape[1:], float("-inf"), dtype=logits.dtype, device=device)
+        full[mask_index] = confidence
+        chosen = torch.topk(full, k).indices
+        proposal = torch.full_like(x[0], mask_id)
+        proposal[mask_index] = x0
+        x[0, chosen] = proposal[chosen]
+    return x[0, p:].tolist()

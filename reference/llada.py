@@ -30,12 +30,12 @@ import torch
 from reference.noise import uniforms
 
 
-def _num_transfer_tokens(masked: int, steps: int) -> list[int]:
+def num_transfer_tokens(masked: int, steps: int) -> list[int]:
     base, remainder = divmod(masked, steps)
     return [base + (1 if i < remainder else 0) for i in range(steps)]
 
 
-def _propose(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> torch.Tensor:
+def propose(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> torch.Tensor:
     """x0 for (B, V) logits, as LLaDA's add_gumbel_noise + argmax."""
     if temperature == 0:
         return logits.argmax(-1)
@@ -50,6 +50,31 @@ def _topk_positions(row: torch.Tensor, k: int, lo: int, device: torch.device) ->
     return [j - lo for j in torch.topk(row.to(device), k=k).indices.tolist()]
 
 
+def choose(rule: str, logits: torch.Tensor, x0: torch.Tensor, masked: torch.Tensor, row_length: int,
+           offset: int, k: int, threshold: float, factor: float, device: torch.device) -> list[int]:
+    """The block positions one round commits: (B, V) untempered logits, proposals x0 (B,), the
+    block's masks (B,), and upstream's topk row: `row_length` long, the block at `offset`."""
+    prob = torch.softmax(logits.to(torch.float64), -1).gather(-1, x0[:, None])[:, 0]
+    conf = torch.where(masked, prob, torch.tensor(float("-inf"), dtype=torch.float64))
+    row = torch.full((row_length,), float("-inf"), dtype=torch.float64)
+    row[offset: offset + conf.shape[0]] = conf
+    if rule == "llada":
+        return _topk_positions(row, k, offset, device)
+    if rule == "threshold":
+        ranked = _topk_positions(row, int(masked.sum()), offset, device)
+        return [ranked[0]] + [j for j in ranked[1:] if not conf[j] < threshold]
+    values = torch.sort(conf[masked], descending=True).values.tolist()
+    thresholds = [-1.0] + [1 - factor / (n + 1) for n in range(2, len(values) + 1)]
+    top = len(values) - 1
+    for top_i, value in enumerate(values):
+        if value < thresholds[top_i]:
+            top = top_i
+            break
+    if top == 0 or top == len(values) - 1:
+        top += 1
+    return _topk_positions(row, top, offset, device)
+
+
 def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: int, steps: int,
            temperature: float, seed: int, rule: str, threshold: float = 0.9,
            factor: float = 1.0) -> list[list[int]]:
@@ -61,33 +86,14 @@ def decode(model, prompt: list[int], *, mask_id: int, gen_length: int, block: in
     canvases = []
     for b in range(gen_length // block):
         lo, hi = p + b * block, p + (b + 1) * block
-        schedule = _num_transfer_tokens(int((x[0, lo:hi] == mask_id).sum()), steps)
+        schedule = num_transfer_tokens(int((x[0, lo:hi] == mask_id).sum()), steps)
         i = 0
         while True:
             with torch.no_grad():
                 logits = model(input_ids=x).logits[0, lo:hi]                  # (B, V)
-            x0 = _propose(logits, temperature, generator)
-            prob = torch.softmax(logits.to(torch.float64), -1).gather(-1, x0[:, None])[:, 0]
-            masked = x[0, lo:hi] == mask_id
-            conf = torch.where(masked, prob, torch.tensor(float("-inf"), dtype=torch.float64))
-            row = torch.full((x.shape[1],), float("-inf"), dtype=torch.float64)   # (P + L,)
-            row[lo:hi] = conf
-            if rule == "llada":
-                chosen = _topk_positions(row, schedule[i], lo, device)
-            elif rule == "threshold":
-                ranked = _topk_positions(row, int(masked.sum()), lo, device)
-                chosen = [ranked[0]] + [j for j in ranked[1:] if not conf[j] < threshold]
-            else:
-                values = torch.sort(conf[masked], descending=True).values.tolist()
-                thresholds = [-1.0] + [1 - factor / (n + 1) for n in range(2, len(values) + 1)]
-                top = len(values) - 1
-                for top_i, value in enumerate(values):
-                    if value < thresholds[top_i]:
-                        top = top_i
-                        break
-                if top == 0 or top == len(values) - 1:
-                    top += 1
-                chosen = _topk_positions(row, top, lo, device)
+            x0 = propose(logits, temperature, generator)
+            chosen = choose(rule, logits, x0, x[0, lo:hi] == mask_id, x.shape[1], lo, schedule[i] if i < steps else 0,
+                            threshold, factor, device)
             for j in chosen:
                 x[0, lo + j] = x0[j]
             canvases.append(x[0, p:].tolist())

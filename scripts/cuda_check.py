@@ -1,8 +1,9 @@
 """The issue-18 device check in one run: on randomly initialised small models of every upstream
 family (bench/decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU unless --dtype),
 compare the engine's canvases with the reference loops of reference/ round for round over
-prompts x temperatures x steps, then run the decode benchmark with --reference; print one JSON
-object.
+prompts x temperatures x steps, then run the decode benchmark with --reference; the
+full-attention decodings also with Fast-dLLM v1's prefix and dual caches (`--caches`), against
+their cached reference loops (reference/fast_dllm_cache.py); print one JSON object.
 
     PYTHONPATH=. python scripts/cuda_check.py [--device cuda] [--hidden 256] [--layers 4]
         [--gen-length 32] [--block-size 16] [--repeats 5]
@@ -39,9 +40,10 @@ CHECKS = {"llada": ("llada", "fast_dllm_threshold", "fast_dllm_factor"), "dream"
           "fast_dllm_v2": ("fast_dllm_v2",), "llada2": ("llada2",)}
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0)
 TOP_P = {"dream": (1.0, 0.95)}             # Dream's preset nucleus-filters (ties at entropy 0)
+CACHED = ("llada", "fast_dllm_threshold", "fast_dllm_factor", "dream")   # full attention: the caches apply
 
 
-def equality(backend, decoding: str, *, gen_length: int, block_size: int) -> dict[str, Any]:
+def equality(backend, decoding: str, *, gen_length: int, block_size: int, cache: str = "none") -> dict[str, Any]:
     """Engine vs reference canvases over the benchmark's prompts x temperatures x steps."""
     model = OnDevice(backend.model)
     prompts = [backend.encode_chat([{"role": "user", "content": text}]) for text in PROMPTS]
@@ -50,7 +52,7 @@ def equality(backend, decoding: str, *, gen_length: int, block_size: int) -> dic
     for temperature, top_p in itertools.product(temperatures, TOP_P.get(decoding, (None,))):
         for steps in sorted({block_size, max(1, block_size // 2)}):
             config = decode_config(decoding, gen_length=gen_length, block_size=block_size, steps=steps,
-                                   temperature=temperature, top_p=top_p)
+                                   temperature=temperature, top_p=top_p, cache=cache)
             for prompt in prompts:
                 ours = [f.canvas for f in run(backend, prompt, config).frames]
                 theirs = REFERENCES[decoding](model, prompt, config, backend.mask_id)
@@ -70,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--only", nargs="*", help="random model names to check (default: all)")
+    p.add_argument("--caches", nargs="*", default=["none", "prefix", "dual"], choices=["none", "prefix", "dual"],
+                   help="cache modes for the full-attention decodings (default: all three)")
+    p.add_argument("--cached-decodings", nargs="*", default=list(CACHED), choices=list(CACHED),
+                   help="the decodings the caches run with (default: every full-attention one)")
     p.add_argument("--dtype", choices=("auto", "bfloat16", "float32"), default="auto",
                    help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.base.pick_dtype)")
     args = p.parse_args(argv)
@@ -85,16 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.dtype != "auto":
             backend.model.to(getattr(torch, args.dtype))
         report["dtype"] = str(next(backend.model.parameters()).dtype)
-        for decoding in CHECKS[name]:
-            entry: dict[str, Any] = {"model": f"random:{name}"}
-            entry["equality"] = equality(backend, decoding, gen_length=args.gen_length, block_size=args.block_size)
+        runs = [(d, c) for d in CHECKS[name] for c in (args.caches if d in args.cached_decodings else ["none"])]
+        for decoding, cache in runs:
+            key = decoding if cache == "none" else f"{decoding}+{cache}"
+            entry: dict[str, Any] = {"model": f"random:{name}", "cache": cache}
+            entry["equality"] = equality(backend, decoding, gen_length=args.gen_length, block_size=args.block_size,
+                                         cache=cache)
             config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size,
-                                   steps=args.block_size, temperature=None)
+                                   steps=args.block_size, temperature=None, cache=cache)
             bench = benchmark(backend, config, reference=decoding, repeats=args.repeats)
             entry["bench"] = {k: bench[k] for k in ("engine", "reference", "overhead", "overhead_per_forward",
                                                     "same_canvases")}
-            report["results"][decoding] = entry
-            print(f"{decoding}: {entry['equality']['equal']}/{entry['equality']['cases']} equal, overhead "
+            report["results"][key] = entry
+            print(f"{key}: {entry['equality']['equal']}/{entry['equality']['cases']} equal, overhead "
                   f"{bench['overhead']} ({bench['overhead_per_forward']} per forward)", file=sys.stderr)
     report["seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps(report, indent=2))

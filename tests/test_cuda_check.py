@@ -20,11 +20,13 @@ def load_script():
 def test_the_check_runs_on_the_cpu(capsys):
     check = load_script()
     code = check.main(["--device", "cpu", "--hidden", "32", "--layers", "1", "--gen-length", "8", "--block-size", "4",
-                       "--repeats", "1", "--only", "llada", "fast_dllm_v2", "--dtype", "bfloat16"])
+                       "--repeats", "1", "--only", "llada", "fast_dllm_v2", "--dtype", "bfloat16",
+                       "--caches", "none", "dual", "--cached-decodings", "llada"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report["dtype"] == "torch.bfloat16" and report["gpu"] is None          # the dtype CUDA runs in
-    assert set(report["results"]) == {"llada", "fast_dllm_threshold", "fast_dllm_factor", "fast_dllm_v2"}
+    full_attention = {"llada", "fast_dllm_threshold", "fast_dllm_factor"}
+    assert set(report["results"]) == {*full_attention, "fast_dllm_v2", "llada+dual"}
     for entry in report["results"].values():
         assert entry["equality"]["cases"] == 5 * 4 * 2           # prompts x temperatures x steps
         assert entry["equality"]["equal"] == entry["equality"]["cases"], entry["equality"]["mismatches"]

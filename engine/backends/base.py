@@ -31,6 +31,9 @@ class Capabilities:
     can_extend: bool = False             # AR: extend(ids) appends several known tokens in one forward
     can_fuse_commit: bool = False        # diffusion: a block commit runs fused with the next denoise (Sprout-BD)
     prompt_cache: object | None = None   # Sprout: states of earlier prompts kept between calls (PromptCache)
+    windowed_cache: bool = False         # full attention: Fast-dLLM's prefix / dual caches apply to it
+    cache_modes: tuple[str, ...] = ("none",)   # GenerationConfig.cache values it runs (its model permitting)
+    positions_computed: int | None = None  # query positions fed to the model since prefill, where counted
     mask_id: int | None = None           # diffusion backends set it (DiffusionBackend)
 
 
@@ -54,6 +57,9 @@ class Backend(Protocol):
     can_extend: bool
     can_fuse_commit: bool
     prompt_cache: object | None
+    windowed_cache: bool
+    cache_modes: tuple[str, ...]
+    positions_computed: int | None
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         """Prompt ids for a chat (role/content dicts), ending where the assistant speaks."""

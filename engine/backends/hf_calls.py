@@ -50,6 +50,11 @@ def _forward_params(model: torch.nn.Module) -> frozenset[str]:
     return params
 
 
+def takes_cache(model: torch.nn.Module) -> bool:
+    """Whether model.forward takes a cache (`cache` or `past_key_values`)."""
+    return bool({"cache", "past_key_values"} & _forward_params(model))
+
+
 def new_cache() -> Any:
     """An empty DynamicCache (layers appear as they are written)."""
     from transformers import DynamicCache

@@ -24,7 +24,7 @@ from app.controls import (
 from app.settings import DEFAULTS, PACE_MS, RANGES
 from engine.metrics import LABELS
 from engine.samplers import SAMPLERS
-from engine.trace import GenerationConfig
+from engine.trace import CACHE_MODES, GenerationConfig
 from sessions import SessionStore
 
 
@@ -40,7 +40,7 @@ def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
     expected = {"gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "pace_ms",
                 "edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count"}
     if with_sampling:
-        expected |= {"temperature", "top_p", "top_k", "seed"}
+        expected |= {"temperature", "top_p", "top_k", "seed", "cache"}
     assert set(controls) == expected
     assert list(controls) == [name for name in ORDER if name in expected]       # a run's API takes them in order
     for name, component in controls.items():
@@ -70,6 +70,7 @@ def test_how_it_works_explains_every_sampler_and_number():
     for label in LABELS.values():
         assert label in text
     assert "block" in text and "round" in text and SHOW_EVERY_ROUND in text
+    assert all(f"**{mode}**" in text for mode in CACHE_MODES) and "stale" in text
 
 
 def test_show_every_round_is_one_round_per_token():

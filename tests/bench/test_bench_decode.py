@@ -50,3 +50,28 @@ def test_unknown_decoding_or_model_is_a_sentence(capsys):
     assert "Unknown decoding 'nope'" in capsys.readouterr().err
     assert bench.main(["decode", "--model", "random:nope"]) == 2
     assert "Unknown random model 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["llada", "dream"])
+def test_decode_benchmark_with_each_cache(capsys, model):
+    """Each cache against its own (cached) reference loop; fewer positions per forward with more cached."""
+    per_forward = {}
+    for cache in ("none", "prefix", "dual"):
+        code = bench.main(["decode", "--model", f"random:{model}", "--hidden", "32", "--layers", "1", "--gen-length",
+                           "16", "--block-size", "4", "--steps", "4", "--repeats", "1", "--reference", "--json",
+                           "--cache", cache])
+        assert code == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["config"]["cache"] == cache and report["same_canvases"] is True
+        assert report["reference"]["positions_per_forward"] is None
+        per_forward[cache] = report["engine"]["positions_per_forward"]
+    if model == "llada":
+        assert per_forward["dual"] < per_forward["prefix"] < per_forward["none"]
+    else:                          # Dream's one block: both caches feed the canvas and one prompt position
+        assert per_forward["dual"] == per_forward["prefix"] < per_forward["none"]
+
+
+def test_a_cache_on_a_block_causal_model_is_a_sentence(capsys):
+    assert bench.main(["decode", "--model", "random:sdar", "--hidden", "32", "--layers", "1", "--gen-length", "8",
+                       "--block-size", "4", "--steps", "4", "--repeats", "1", "--cache", "dual"]) == 2
+    assert "set cache to none" in capsys.readouterr().err.lower()        # aligned blocks: refused by the config
