@@ -20,7 +20,7 @@ from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
 from tests.e2e.test_first_contact import open_page, shot
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
-from tests.test_visualizer_blank_page import PAGES
+from tests.visualizer.test_visualizer_blank_page import PAGES
 from tests.world.scripted import world_format
 from visualizer import sandboxed_preview
 from world.format import render_call
