@@ -17,7 +17,7 @@ from world.format import EOS, render_call
 
 from .chat import named_answers, stored_world
 from .chat_turn import CUT_CALL_NOTE
-from .steps import answer_of, chat_entries, chat_messages
+from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
 
 RESUMABLE = ("chat",)
 
@@ -53,11 +53,16 @@ def stored_observation(text: str | None) -> Any:
 def history_entries(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     """The Chat tab's history (what it shows and what the model reads back) of a stored chat."""
     history: list[dict[str, Any]] = []
+    system = (conversation.get("meta") or {}).get("system") or ""
+    turn_steps: list[Step] = []            # this turn's steps so far, and what they could copy from
+    turn_known: list[Any] = []
     for turn in conversation["turns"]:
         if turn["role"] == "user":
             history.append({"role": "user", "content": turn["content"]})
+            turn_steps, turn_known = [], conversation_sources(history, system)
         elif turn["role"] == "assistant":
             step = stored_step(turn)
+            turn_steps.append(step)
             if step.result is not None and step.result.stats.stop_reason == "cancelled":
                 text = answer_of(step) or ""
                 cut = text.lstrip().startswith(("<tool_call>", "{"))
@@ -66,7 +71,8 @@ def history_entries(conversation: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             reply = (render_call(step.call["name"], step.call["arguments"]) if step.call is not None
                      else step.raw_text.split(EOS, 1)[0].strip())
-            history += chat_entries(step, reply)
+            known, failures = step_contexts(turn_steps, turn_known)[-1]     # the marks the live turn drew
+            history += chat_entries(step, reply, known, failures)
         elif turn["role"] == "tool" and history and history[-1]["role"] == "tool":
             history[-1] = {"role": "tool", "content": turn["content"]}   # the response exactly as the model read it
     return history

@@ -17,9 +17,11 @@ from world.tasks import load_heldout_tasks
 pytestmark = pytest.mark.slow
 # the controls in the page's order (app/controls.py); a run's API takes their values positionally
 CONTROLS = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
-            "top_p", "top_k", "seed", "pace_ms", "cache")
+            "top_p", "top_k", "seed", "pace_ms", "edit_threshold", "max_post_steps", "remask", "remask_rounds",
+            "remask_count", "cache")
 BASE = {"gen_length": 64, "block_size": 16, "steps": 8, "sampler": "threshold", "threshold": 0.9, "factor": 1.0,
         "entropy_bound": 0.5, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "seed": 0, "pace_ms": 0,
+        "edit_threshold": 0.9, "max_post_steps": 16, "remask": "off", "remask_rounds": 2, "remask_count": 2,
         "cache": "none"}
 
 

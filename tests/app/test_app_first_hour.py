@@ -133,7 +133,7 @@ def test_a_call_cut_by_stop_is_marked_not_shown_as_written():
     half = '<tool_call>{"name":"add_to_cart","arguments":{"product_id":"P20'
     assert "cut off by Stop" in steps_html([cancelled_step(half)])
     turn = ChatTurn.__new__(ChatTurn)                  # only what entries() reads
-    turn.steps, turn.structured, turn.stopped = [cancelled_step(half)], False, True
+    turn.steps, turn.structured, turn.stopped, turn.known = [cancelled_step(half)], False, True, []
     entries = turn.entries(None, "")
     assert [e["shown"] for e in entries] == [CUT_CALL_NOTE] and "P20" not in str(entries)
 
