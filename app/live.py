@@ -158,8 +158,10 @@ class TraceView:
             items.append("before the first forward")
         if self.model:
             items.append(self.model)
-        # role=status + aria-live: a screen reader hears where the run stands, not every cell.
-        return Markup('<div class="dp-live-head" role="status" aria-live="polite">{}</div>').format(
+        # Not a live region itself: Gradio replaces this HTML on every update, so the page keeps one
+        # persistent live line per panel that copies this head (app/page_script.py); a screen
+        # reader hears where the run stands once, not every cell.
+        return Markup('<div class="dp-live-head">{}</div>').format(
             Markup(" · ").join(items))
 
     def plots(self) -> tuple[Any, Any]:
