@@ -16,8 +16,8 @@ from functools import partial
 
 import torch
 
-from kernels.block_softmax import block_softmax_with_history_ref, block_softmax_with_history_torch
-from kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule_ref, gated_delta_step
+from dlm_kernels.block_softmax import block_softmax_with_history_ref, block_softmax_with_history_torch
+from dlm_kernels.gated_delta import chunk_gated_delta_rule, gated_delta_rule_ref, gated_delta_step
 
 GDN_SHAPES = [(B, T) for B in (1, 16) for T in (64, 256)]  # H = 4, K = V = 64, chunk 16
 BLOCK_SIZES = (4, 8, 16)  # block softmax: B = 16, H = 4, D = Dv = 64
@@ -78,7 +78,7 @@ def bench_gdn(device, repeats):
 
         row["chunked_fwd_bwd_ms"] = median_ms(forward_backward, repeats, device)
         if skip is None:
-            from kernels.triton_gdn import chunk_gated_delta_rule_triton
+            from dlm_kernels.triton_gdn import chunk_gated_delta_rule_triton
 
             triton_fwd = partial(chunk_gated_delta_rule_triton, q, k, v, g, beta, chunk_size=CHUNK)
             row["triton_ms"] = median_ms(triton_fwd, repeats, device)
@@ -103,7 +103,7 @@ def bench_block_softmax(device, repeats, B=16):
             vectorised = partial(block_softmax_with_history_torch, q, k, v, history, logit)
             row["torch_ms"] = median_ms(vectorised, repeats, device)
         if skip is None:
-            from kernels.triton_block_softmax import block_softmax_with_history_triton
+            from dlm_kernels.triton_block_softmax import block_softmax_with_history_triton
 
             triton_fwd = partial(block_softmax_with_history_triton, q, k, v, history, logit)
             row["triton_ms"] = median_ms(triton_fwd, repeats, device)

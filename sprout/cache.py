@@ -26,7 +26,7 @@ class AttentionState:
 @dataclass(frozen=True)
 class ChunkFeatures:
     """What the BD training pass keeps of a G layer's chunked clean pass to read the state
-    before any position (kernels.gated_delta.chunk_gated_delta_rule_with_intermediates):
+    before any position (dlm_kernels.gated_delta.chunk_gated_delta_rule_with_intermediates):
     pre-conv projections `mix` (B, T, ch), normalised `keys` (B, T, H, K), the state before
     each chunk (B, N, H, K, V), V' (B, T, H, V) and the in-chunk cumulative log decay (B, T, H)."""
 

@@ -29,8 +29,8 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers.conversion_mapping import register_checkpoint_conversion_mapping
 from transformers.core_model_loading import WeightRenaming
 
-from kernels.block_softmax import block_softmax_with_history
-from kernels.gated_delta import chunk_gated_delta_rule_with_intermediates, gated_delta_rule, gated_delta_step
+from dlm_kernels.block_softmax import block_softmax_with_history
+from dlm_kernels.gated_delta import chunk_gated_delta_rule_with_intermediates, gated_delta_rule, gated_delta_step
 
 from .cache import (
     AttentionContext,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app", "bench", "engine", "kernels", "reference", "sessions", "sprout", "training", "visualizer", "world")
+PACKAGES = ("app", "bench", "engine", "dlm_kernels", "reference", "sessions", "sprout", "training", "visualizer",
+            "world")
 # What each package may import, as in the real tree: the stand-in starts legal.
 LEGAL = {
     "app": "import visualizer.page\nimport sessions.store\nimport world.tools\nimport engine.core\n",
@@ -20,14 +21,14 @@ LEGAL = {
     "sessions": "import engine.core\n",
     "world": "import engine.core\nimport sprout.chat\n",
     "bench": "import world.tools\nimport engine.core\nimport reference.loop\n",
-    "training": "import world.tools\nimport engine.core\nimport sprout.chat\nimport kernels.ops\n",
+    "training": "import world.tools\nimport engine.core\nimport sprout.chat\nimport dlm_kernels.ops\n",
     "reference": "import torch\n",
-    "engine": "import sprout.chat\nimport kernels.ops\nimport transformers\n",
-    "sprout": "import kernels.ops\n",
-    "kernels": "import torch\n",
+    "engine": "import sprout.chat\nimport dlm_kernels.ops\nimport transformers\n",
+    "sprout": "import dlm_kernels.ops\n",
+    "dlm_kernels": "import torch\n",
 }
 MODULE = {"app": "ui", "visualizer": "page", "sessions": "store", "world": "tools", "bench": "agent",
-          "training": "train", "reference": "loop", "engine": "core", "sprout": "chat", "kernels": "ops"}
+          "training": "train", "reference": "loop", "engine": "core", "sprout": "chat", "dlm_kernels": "ops"}
 # The torch-free types (the contract names them, so the stand-in has them too).
 TYPES = ("trace", "sampler_table", "tool_calls", "errors", "json_limits")
 
@@ -69,7 +70,7 @@ def test_the_stand_in_tree_is_legal(tmp_path):
     ("engine", "import world.tools", "layers"),                 # the generation core knows no world
     ("world", "import visualizer.page", "layers"),
     ("sprout", "import engine.core", "layers"),
-    ("kernels", "import engine.core", "layers"),
+    ("dlm_kernels", "import engine.core", "layers"),
     ("visualizer", "import sessions.store", "layers"),
     ("engine", "from training import train", "nothing that ships imports"),
     ("app", "import bench.agent", "nothing that ships imports"),
@@ -78,7 +79,7 @@ def test_the_stand_in_tree_is_legal(tmp_path):
     ("reference", "import engine.core", "the reference loops import none"),
     ("engine.trace", "import torch", "load no torch"),
     ("engine.sampler_table", "import engine.core", "load no torch"),    # engine.core imports transformers
-    ("kernels", "import transformers", "kernels use torch and triton only"),
+    ("dlm_kernels", "import transformers", "kernels use torch and triton only"),
 ])
 def test_a_wrong_import_breaks_its_contract(tmp_path, package, wrong, contract):
     result = lint(stand_in_tree(tmp_path, (package, wrong)))

@@ -10,7 +10,8 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app", "bench", "engine", "kernels", "reference", "sessions", "sprout", "training", "visualizer", "world")
+PACKAGES = ("app", "bench", "engine", "dlm_kernels", "reference", "sessions", "sprout", "training", "visualizer",
+            "world")
 
 
 def import_circles(*packages: str) -> list[list[str]]:

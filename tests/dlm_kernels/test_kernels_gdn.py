@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.gated_delta import (
+from dlm_kernels.gated_delta import (
     chunk_gated_delta_rule,
     chunk_gated_delta_rule_with_intermediates,
     gated_delta_rule,
@@ -154,8 +154,8 @@ def test_cpu_only_use_needs_no_triton():
     script = (
         "import sys; sys.modules['triton'] = None\n"
         "import torch, bench.kernels\n"
-        "from kernels.gated_delta import gated_delta_rule\n"
-        "from kernels.block_softmax import block_softmax_with_history\n"
+        "from dlm_kernels.gated_delta import gated_delta_rule\n"
+        "from dlm_kernels.block_softmax import block_softmax_with_history\n"
         "x = torch.randn(1, 5, 2, 8)\n"
         "o, s = gated_delta_rule(x, x, x, -torch.rand(1, 5, 2), torch.rand(1, 5, 2), chunk_size=4)\n"
         "y = torch.randn(1, 2, 4, 8)\n"
@@ -183,7 +183,7 @@ def test_chunked_matches_reference_property(T, chunk_size, seed):
 
 
 # Triton under the interpreter. triton.jit reads TRITON_INTERPRET when a kernel is decorated, i.e. when
-# kernels.triton_gdn is imported, so these run in a fresh interpreter process rather than flip the
+# dlm_kernels.triton_gdn is imported, so these run in a fresh interpreter process rather than flip the
 # variable for the whole pytest session.
 TRITON_CASES = [  # (B, T, K, V, chunk_size, with_state)
     (1, 16, 16, 16, 4, True),
@@ -195,8 +195,9 @@ TRITON_CASES = [  # (B, T, K, V, chunk_size, with_state)
 ]
 TRITON_SCRIPT = """
 import json, sys, torch
-from kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
-from tests.kernels.test_kernels_gdn import TRITON_CASES, make_inputs, ref_chunk_states, rel_err, gated_delta_rule_ref
+from dlm_kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
+from tests.dlm_kernels.test_kernels_gdn import (TRITON_CASES, make_inputs, ref_chunk_states, rel_err,
+                                             gated_delta_rule_ref)
 results = []
 for B, T, K, V, C, with_state in TRITON_CASES:
     q, k, v, g, beta, state = make_inputs(B=B, T=T, H=2, K=K, V=V, with_state=with_state)
@@ -230,7 +231,7 @@ def test_triton_interpreted_matches_reference(interpreted_errors, case):
 def test_triton_compiled_on_gpu_matches_reference(chunk_size):
     q, k, v, g, beta, state = (x.cuda() for x in make_inputs(B=2, T=70, H=4, K=64, V=64))
     o_ref, s_ref = gated_delta_rule_ref(q, k, v, g, beta, initial_state=state)
-    from kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
+    from dlm_kernels.triton_gdn import chunk_gated_delta_rule_triton_with_chunk_states
 
     with torch.no_grad():
         o, s = gated_delta_rule(q, k, v, g, beta, initial_state=state, chunk_size=chunk_size)

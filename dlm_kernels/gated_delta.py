@@ -213,7 +213,7 @@ def _triton_usable(tensors, initial_state):
     if torch.is_grad_enabled() and any(t.requires_grad for t in [*tensors, initial_state] if t is not None):
         return False
     try:
-        from kernels import triton_gdn  # noqa: F401  (lazy: CPU-only installs need no triton)
+        from dlm_kernels import triton_gdn  # noqa: F401  (lazy: CPU-only installs need no triton)
     except ImportError:
         return False
     return True
@@ -223,7 +223,7 @@ def gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, chunk_siz
     """Dispatch -> (o, final_state): the Triton chunked forward on CUDA when no gradient is needed
     (unless use_triton is False), the chunked torch form otherwise."""
     if use_triton and _triton_usable((q, k, v, g, beta), initial_state):
-        from kernels.triton_gdn import chunk_gated_delta_rule_triton, triton_supports
+        from dlm_kernels.triton_gdn import chunk_gated_delta_rule_triton, triton_supports
 
         if triton_supports(q, v, chunk_size):
             return chunk_gated_delta_rule_triton(q, k, v, g, beta, scale, initial_state, chunk_size)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from kernels.block_softmax import (
+from dlm_kernels.block_softmax import (
     block_softmax_with_history,
     block_softmax_with_history_ref,
     block_softmax_with_history_torch,
@@ -119,7 +119,7 @@ def test_bad_history_logit_shape_says_what_was_expected():
 
 
 # Triton under the interpreter, in a fresh process: triton.jit reads TRITON_INTERPRET when
-# kernels.triton_block_softmax is imported, so the variable is not flipped for the whole pytest session.
+# dlm_kernels.triton_block_softmax is imported, so the variable is not flipped for the whole pytest session.
 TRITON_CASES = [  # (B, L, D, DV, logit_shape, masked)
     (1, 4, 16, 16, "head", False),
     (2, 8, 16, 32, "query", False),
@@ -129,8 +129,9 @@ TRITON_CASES = [  # (B, L, D, DV, logit_shape, masked)
 ]
 TRITON_SCRIPT = """
 import json
-from kernels.triton_block_softmax import block_softmax_with_history_triton
-from tests.kernels.test_kernels_block_softmax import TRITON_CASES, make_inputs, rel_err, block_softmax_with_history_ref
+from dlm_kernels.triton_block_softmax import block_softmax_with_history_triton
+from tests.dlm_kernels.test_kernels_block_softmax import (TRITON_CASES, make_inputs, rel_err,
+                                                    block_softmax_with_history_ref)
 errors = []
 for B, L, D, DV, logit_shape, masked in TRITON_CASES:
     q, k, v, history, logit, key_mask = make_inputs(B=B, L=L, D=D, DV=DV, logit_shape=logit_shape, masked=masked)

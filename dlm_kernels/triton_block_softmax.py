@@ -1,4 +1,4 @@
-"""Triton forward kernel for block softmax with a history slot; twin of kernels.block_softmax.
+"""Triton forward kernel for block softmax with a history slot; twin of dlm_kernels.block_softmax.
 
 One program owns one (batch, head) and a tile of BM queries against the whole block (L keys):
 
@@ -73,13 +73,13 @@ def _block_softmax_history_fwd_kernel(
 
 
 def block_softmax_with_history_triton(q, k, v, history, history_logit, scale=None, key_mask=None):
-    """Same signature and result as kernels.block_softmax.block_softmax_with_history_torch; forward only."""
+    """Same signature and result as dlm_kernels.block_softmax.block_softmax_with_history_torch; forward only."""
     B, H, L, D = q.shape
     DV = v.shape[-1]
     if not triton_supports(q, v):
         raise ValueError(
             f"the Triton block softmax handles blocks up to {MAX_BLOCK} and head dims up to {MAX_HEAD_DIM}; "
-            f"got L={L}, D={D}, Dv={DV}. Use kernels.block_softmax.block_softmax_with_history_torch."
+            f"got L={L}, D={D}, Dv={DV}. Use dlm_kernels.block_softmax.block_softmax_with_history_torch."
         )
     scale = D**-0.5 if scale is None else float(scale)
     q, k, v, history = (x.contiguous() for x in (q, k, v, history))

@@ -91,7 +91,7 @@ def _triton_usable(tensors):
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False
     try:
-        from kernels import triton_block_softmax  # noqa: F401  (lazy: CPU-only installs need no triton)
+        from dlm_kernels import triton_block_softmax  # noqa: F401  (lazy: CPU-only installs need no triton)
     except ImportError:
         return False
     return True
@@ -102,7 +102,7 @@ def block_softmax_with_history(q, k, v, history, history_logit, scale=None, key_
     the vectorised torch form otherwise."""
     logit = torch.as_tensor(history_logit, device=q.device)
     if use_triton and _triton_usable((q, k, v, history, logit)):
-        from kernels.triton_block_softmax import block_softmax_with_history_triton, triton_supports
+        from dlm_kernels.triton_block_softmax import block_softmax_with_history_triton, triton_supports
 
         if triton_supports(q, v):
             return block_softmax_with_history_triton(q, k, v, history, history_logit, scale, key_mask)

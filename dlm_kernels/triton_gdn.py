@@ -1,4 +1,4 @@
-"""Triton forward kernel for the chunked gated delta rule; twin of kernels.gated_delta.chunk_gated_delta_rule.
+"""Triton forward kernel for the chunked gated delta rule; twin of dlm_kernels.gated_delta.chunk_gated_delta_rule.
 
 One program owns one (batch, head) and one block of BV value columns: the columns of S (K x V) evolve
 independently, because (I - b k k^T) acts on the key side only. The program walks the chunks in order with
@@ -112,7 +112,7 @@ def _chunk_gdn_fwd_kernel(
 
 
 def chunk_gated_delta_rule_triton(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16):
-    """Same signature and results as kernels.gated_delta.chunk_gated_delta_rule, (o, final_state);
+    """Same signature and results as dlm_kernels.gated_delta.chunk_gated_delta_rule, (o, final_state);
     forward only (no autograd).
 
     Math in fp32 (loads are upcast); tl.dot uses IEEE fp32 for fp32 inputs and TF32 for lower-precision inputs.
@@ -123,7 +123,7 @@ def chunk_gated_delta_rule_triton(q, k, v, g, beta, scale=None, initial_state=No
 
 def chunk_gated_delta_rule_triton_with_chunk_states(q, k, v, g, beta, scale=None, initial_state=None, chunk_size=16):
     """(o, final_state, chunk_states (B, N, H, K, V) float32 = the state BEFORE each chunk), as
-    kernels.gated_delta.chunk_gated_delta_rule_with_intermediates gives them."""
+    dlm_kernels.gated_delta.chunk_gated_delta_rule_with_intermediates gives them."""
     return _launch(q, k, v, g, beta, scale, initial_state, chunk_size, store_chunk_states=True)
 
 
@@ -134,7 +134,7 @@ def _launch(q, k, v, g, beta, scale, initial_state, chunk_size, store_chunk_stat
         raise ValueError(
             f"the Triton gated delta kernel handles head dims <= {MAX_HEAD_DIM}, chunk sizes 1..{MAX_CHUNK} "
             "and tensors with int32 offsets; "
-            f"got K={K}, V={V}, chunk_size={chunk_size}. Use kernels.gated_delta.chunk_gated_delta_rule."
+            f"got K={K}, V={V}, chunk_size={chunk_size}. Use dlm_kernels.gated_delta.chunk_gated_delta_rule."
         )
     scale = K**-0.5 if scale is None else float(scale)
     C = int(chunk_size)
