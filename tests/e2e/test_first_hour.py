@@ -120,8 +120,12 @@ def test_an_example_says_it_fills_the_box_and_does(browser, tmp_path):
         page = open_page(browser, url)
         examples = page.locator("#chat-examples")
         expect(examples).to_contain_text("a click puts one in the message box (Enter or Send runs it)")
-        first = examples.locator("button, td, .gallery-item").first
+        # the first sample that shows text: the Dataset may render its buttons before their labels
+        # (seen on a slower CPU), and an empty read would make the checks below vacuous
+        first = examples.locator("button, td, .gallery-item").filter(has_text=re.compile(r"\S")).first
+        expect(first).to_have_text(re.compile(r"\w{3}"), timeout=10_000)
         text = first.inner_text().strip()
+        assert text, "the first example shows no text"
         first.click()
         prompt = page.locator("#prompt textarea")
         expect(prompt).to_have_value(text, timeout=10_000)
