@@ -25,14 +25,8 @@ says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's tim
 the page's own work and its request to the world included), and the task seconds then include the
 browser (the pages loaded for each episode).
 
-`--task-set conversations` (world/heldout_conversations.json: 49 conversations of 2 to 6
-requests, held-out wording, follow-up frames and values; the seed's six office requests are one of
-them) and `--task-set handwritten` (world/handwritten_conversations.json: requests written
-by hand the way people write) run whole conversations (world.agent.run_conversation): the
-model reads the chat so far, or the latest request only where its weights declare that (`--reads`
-overrides). Each request is graded from the gold state before it (`success_rate`, `pass_hat_3`
-per request); a conversation succeeds when all its requests do (`conversation_success_rate`,
-`conversation_pass_hat_3`); `groups` splits requests into new topic, follow-up, closing, outside.
+`--task-set conversations` and `--task-set handwritten` run whole conversations instead
+(bench/conversations.py: graded per request and per conversation, and the cost by position).
 
 `--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
 is, but none of its tasks, so checkpoints and sampler settings can be chosen there without
@@ -44,59 +38,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import statistics
-from collections import Counter
 from collections.abc import Callable
-from math import comb
 from pathlib import Path
 from typing import Any
 
-from bench.report import load_model, percentile, print_report, progress_bar
-from engine.catalog import bundled_decoding
-from engine.metrics import LABELS, total_tokens_per_forward
+from bench.conversations import CONVERSATION_SETS, conversation_report, position_table
+from bench.episodes import (
+    DEFAULT_CONFIG,
+    episode_record,
+    forget_prompts,
+    median_ratio,
+    milliseconds,
+    summarize,
+    write_lines,
+)
+from bench.report import load_model, print_report, progress_bar
+from engine.metrics import LABELS
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
-from world import conversations as C
-from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, Transcript, run_conversation, run_episode
-from world.grader import ERROR_TYPES
+from world.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
 from world.tasks import TASK_SETS, load_heldout_tasks, task_group
-
-PASS_K = 3
-# The left-to-right threshold rule at 0.99 (engine.samplers.prefix_threshold), not Fast-dLLM's
-# plain rule at 0.9: measured on 300 validation tasks (--validation 300), see models/README.md.
-DEFAULT_CONFIG = GenerationConfig(**{**bundled_decoding(), "gen_length": 128})
-
-
-def pass_hat_k(counts: list[tuple[int, int]], k: int = PASS_K) -> float | None:
-    """tau-bench pass^k from (successes c, attempts n) per task; None when some n < k."""
-    if not counts or any(n < k for _, n in counts):
-        return None
-    return sum(comb(c, k) / comb(n, k) for c, n in counts) / len(counts)
-
-
-def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
-    """One model's numbers from its (task_id, transcript) list."""
-    per_task: dict[str, list[bool]] = {}
-    for task_id, t in episodes:
-        per_task.setdefault(task_id, []).append(t.success)
-    seconds = [t.seconds for _, t in episodes]
-    nfe = sum(t.nfe for _, t in episodes)
-    calls = [s.result.stats.nfe for _, t in episodes for s in t.steps if s.result is not None]
-    successes = sum(t.success for _, t in episodes)
-    errors = Counter(t.error_type for _, t in episodes if not t.success)
-    return {
-        "attempts": len(episodes), "successes": successes,
-        "success_rate": successes / len(episodes) if episodes else 0.0,
-        "pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_task.values()]),
-        "median_task_s": statistics.median(seconds) if seconds else 0.0,
-        "p90_task_s": percentile(seconds, 90) if seconds else 0.0,
-        "mean_nfe": nfe / len(episodes) if episodes else 0.0,
-        "tokens_per_forward": total_tokens_per_forward((t.new_tokens, t.nfe) for _, t in episodes),
-        "forwards_per_call": sum(calls) / len(calls) if calls else 0.0,   # forwards per generated reply
-        # rewritten answer tokens (editing and remasking samplers), apart from tokens per forward
-        "edits": sum(s.result.stats.edits for _, t in episodes for s in t.steps if s.result is not None),
-        "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
-    }
 
 
 def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
@@ -122,7 +83,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     names = list(runs)
     if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
         for name in names:
-            _forget_prompts(runs[name][0])
+            forget_prompts(runs[name][0])
             run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system, pages=pages)
     if pages is not None:
         pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
@@ -132,7 +93,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
         for attempt in range(attempts):
             for name in (names if attempt % 2 == 0 else names[::-1]):
                 backend, run_config = runs[name]
-                _forget_prompts(backend)
+                forget_prompts(backend)
                 transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
                                          max_steps=max_steps, system=system, pages=pages)
                 episodes[name].append((task["id"], transcript))
@@ -143,117 +104,13 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
                     progress(done, total)
     models = {name: {**summarize(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
     plain = list(backends)
-    report = {"models": models, "median_ratio": _ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
+    report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
               "scaffold": scaffold, "via": "world" if pages is None else "webmcp",
               "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms)}
     if scaffold:
-        report["median_ratio_scaffold"] = _ratio(models, [f"{name} (scaffold)" for name in plain])
+        report["median_ratio_scaffold"] = median_ratio(models, [f"{name} (scaffold)" for name in plain])
     return report
-
-
-def milliseconds(values: list[float]) -> dict[str, float | int | None]:
-    """Median and p95 of per-call milliseconds, and how many calls."""
-    if not values:
-        return {"median": None, "p95": None, "calls": 0}
-    return {"median": statistics.median(values), "p95": percentile(values, 95), "calls": len(values)}
-
-
-# conversation benchmarks: name -> (the benchmark's conversations, n validation conversations)
-CONVERSATION_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]] | None]] = {
-    "conversations": (C.load_conversations, C.validation_conversations),
-    "handwritten": (lambda: C.load_conversations(C.HANDWRITTEN_PATH), None),
-}
-
-
-def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dict[str, Any]], attempts: int = 3,
-                               config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
-                               system: str | None = "auto", reads: str = "declared", warmup: bool = True,
-                               progress: Callable[[int, int], None] | None = None,
-                               on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None
-                               ) -> dict[str, Any]:
-    """Every conversation `attempts` times on every backend, interleaved as run_agent_benchmark
-    interleaves tasks; the per-request numbers are summarize()'s, plus the conversations'."""
-    if not backends:
-        raise ValueError("Give at least one backend to benchmark.")
-    if not conversations or attempts < 1:
-        raise ValueError("Give at least one conversation and one attempt.")
-    names = list(backends)
-    if warmup:
-        for name in names:
-            _forget_prompts(backends[name])
-            run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads)
-    runs: dict[str, list[tuple[str, ConversationTranscript]]] = {name: [] for name in names}
-    total, done = len(conversations) * attempts * len(names), 0
-    for conversation in conversations:
-        for attempt in range(attempts):
-            for name in (names if attempt % 2 == 0 else names[::-1]):
-                _forget_prompts(backends[name])
-                ran = run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
-                                       max_steps=max_steps, system=system, reads=reads)
-                runs[name].append((conversation["id"], ran))
-                if on_conversation is not None:
-                    on_conversation(name, attempt, ran)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-    kind_of = {f"{c['id']}.{k}": C.request_kind(t) for c in conversations for k, t in enumerate(c["turns"])}
-    models, groups = {}, {}
-    for name in names:
-        requests = [(t.task_id, t) for _, ran in runs[name] for t in ran.requests]
-        per_conversation: dict[str, list[bool]] = {}
-        for conversation_id, ran in runs[name]:
-            per_conversation.setdefault(conversation_id, []).append(ran.success)
-        whole = sum(ran.success for _, ran in runs[name])
-        models[name] = {**summarize(requests), "scaffold": False, "conversations": len(runs[name]),
-                        "conversation_successes": whole, "conversation_success_rate": whole / len(runs[name]),
-                        "conversation_pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_conversation.values()]),
-                        "median_conversation_s": statistics.median(ran.seconds for _, ran in runs[name])}
-        groups[name] = {}
-        for task_id, t in requests:
-            row = groups[name].setdefault(kind_of[task_id], {"attempts": 0, "successes": 0})
-            row["attempts"] += 1
-            row["successes"] += int(t.success)
-    return {"models": models, "median_ratio": _ratio(models, names), "tasks": len(conversations),
-            "requests": len(kind_of), "attempts": attempts, "config": config.to_dict(), "groups": groups,
-            "scaffold": False, "reads": reads}
-
-
-def conversation_record(name: str, attempt: int, ran: ConversationTranscript) -> dict[str, Any]:
-    """One conversation as a JSON line of `--episodes`: each request as episode_record writes it."""
-    return {"model": name, "conversation_id": ran.conversation_id, "attempt": attempt, "success": ran.success,
-            "seconds": ran.seconds, "requests": [episode_record(name, attempt, t) for t in ran.requests]}
-
-
-def _forget_prompts(backend: Any) -> None:
-    """Every episode starts with no prompt kept (Sprout's PromptCache). With --scaffold one backend
-    runs each task twice in a row, and the second run would find the first's prompts cached: its
-    prefills free, a head start the first run did not have."""
-    kept = backend.prompt_cache
-    if kept is not None:
-        kept.clear()
-
-
-def episode_record(name: str, attempt: int, t: Transcript) -> dict[str, Any]:
-    """One episode as a JSON line of `--episodes`: what was asked, what the model did, the verdict."""
-    return {"model": name, "task_id": t.task_id, "attempt": attempt, "instruction": t.instruction,
-            "success": t.success, "error_type": t.error_type, "reason": t.reason,
-            "calls": [s.call if s.call is not None else {"error": s.error, "raw_text": s.raw_text} for s in t.steps],
-            "final_answer": t.final_answer, "seconds": t.seconds, "nfe": t.nfe, "new_tokens": t.new_tokens}
-
-
-def write_lines(path: Path, lines: list[str]) -> None:
-    """Write the file whole or not at all (a temporary file renamed over it)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    partial.replace(path)
-
-
-def _ratio(models: dict[str, dict[str, Any]], names: list[str]) -> float | None:
-    """median task seconds of the first name / that of the second."""
-    if len(names) < 2 or models[names[1]]["median_task_s"] <= 0:
-        return None
-    return models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
 
 
 def by_group(tasks: list[dict[str, Any]], episodes: list[tuple[str, Transcript]]) -> dict[str, dict[str, int]]:
@@ -299,6 +156,7 @@ def table(report: dict[str, Any]) -> str:
         what = f"{report['tasks']} conversations ({report['requests']} requests)" if "requests" in report \
             else report["tasks"]
         rows.append(f"tasks: {report['task_set']}, {what} x {report['attempts']} attempts")
+    rows += position_table(report)
     browser = report.get("browser_ms_per_call")
     if browser and browser["calls"]:
         rows.append(f"tool calls through the web pages (WebMCP): {browser['calls']}, browser ms per call "
@@ -377,7 +235,7 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     if args.tasks_file and args.task_set != "templates":
         raise ValueError("Give either --tasks-file or --task-set, not both.")
     if args.task_set in CONVERSATION_SETS:
-        return _conversation_report(args, config)
+        return conversation_report(args, config)
     benchmark, validation = TASK_SETS[args.task_set]
     if args.validation:
         tasks = validation(args.validation)
@@ -416,33 +274,4 @@ def _venue(via: str) -> Any:
     if not Path(CHROMIUM).exists():
         raise OSError(f"--via webmcp needs Chromium at {CHROMIUM} (apt-get install -y chromium).")
     return PageVenue()
-
-def _conversation_report(args: argparse.Namespace, config: GenerationConfig) -> dict[str, Any]:
-    if args.tasks_file or args.scaffold or args.via != "world":
-        raise ValueError(f"--task-set {args.task_set} takes neither --tasks-file, --scaffold nor --via webmcp.")
-    benchmark, validation = CONVERSATION_SETS[args.task_set]
-    if args.validation is not None and validation is None:
-        raise ValueError(f"The {args.task_set} set has no validation draw: it is written by hand.")
-    conversations = validation(args.validation) if args.validation else benchmark()
-    if args.sample is not None:
-        if not 1 <= args.sample <= len(conversations):
-            raise ValueError(f"--sample must be between 1 and {len(conversations)}, got {args.sample}.")
-        conversations = [conversations[i * len(conversations) // args.sample] for i in range(args.sample)]
-    count = len(conversations) if args.tasks is None else args.tasks
-    if not 1 <= count <= len(conversations):
-        raise ValueError(f"--tasks must be between 1 and {len(conversations)}, got {count}.")
-    backends = {args.model: load_model(args.model, args.device)}
-    if args.baseline:
-        backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
-            args.baseline, args.device)
-    lines: list[str] = []
-    report = run_conversation_benchmark(
-        backends, conversations[:count], args.attempts, config, max_steps=args.max_steps,
-        system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,
-        progress=progress_bar(), on_conversation=lambda *e: lines.append(json.dumps(conversation_record(*e))))
-    if args.episodes:
-        write_lines(Path(args.episodes), lines)
-    report["task_set"] = f"{args.task_set} validation ({args.validation})" if args.validation \
-        else f"{args.task_set} benchmark" + (f", {args.sample} spread evenly" if args.sample else "")
-    return report
 

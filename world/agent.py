@@ -84,13 +84,14 @@ class Transcript:
     nfe: int = 0
     new_tokens: int = 0
     stopped: str = ""      # why the loop ended early (e.g. the context filled up), for people
+    context_messages: int = 0  # in a conversation: messages the model read as the request began
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "instruction": self.instruction, "messages": self.messages,
                 "steps": [s.to_dict() for s in self.steps], "final_answer": self.final_answer,
                 "success": self.success, "error_type": self.error_type, "reason": self.reason,
                 "seconds": self.seconds, "nfe": self.nfe, "new_tokens": self.new_tokens,
-                "stopped": self.stopped}
+                "stopped": self.stopped, "context_messages": self.context_messages}
 
 
 def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
@@ -327,7 +328,7 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
         latest = reads == "latest_request" or (reads == "declared" and one_request(backend))
         context = model_context(SimpleNamespace(one_request_per_chat=True), history) if latest else list(history)
         seen = len(context)
-        transcript = Transcript(task_id=task["id"], instruction=task["instruction"])
+        transcript = Transcript(task_id=task["id"], instruction=task["instruction"], context_messages=seen)
 
         def record(step: Step, transcript: Transcript = transcript) -> None:
             transcript.steps.append(step)

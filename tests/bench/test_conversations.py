@@ -1,10 +1,11 @@
-"""bench/agent.py on conversations: per-request and per-conversation success and pass^3, with
+"""bench/conversations.py: per-request and per-conversation success and pass^3, with
 the oracle standing in for a model (through the real generation loop) and a babbling baseline."""
 
 import json
 
 from bench import main
-from bench.agent import run_conversation_benchmark, table
+from bench.agent import table
+from bench.conversations import run_conversation_benchmark
 from engine.trace import GenerationConfig
 from tests.world.scripted import babbling_ar, oracle_conversations
 from world import conversations as C
@@ -38,3 +39,35 @@ def test_the_cli_runs_a_sample_of_the_conversation_set(capsys):
     assert model["conversation_success_rate"] == 1.0 and model["success_rate"] == 1.0
     assert main(["agent", "--model", "py:tests.world.scripted:oracle_conversations", "--task-set", "handwritten",
                  "--validation", "3"]) == 2              # a hand-written set has no validation draw
+
+
+def test_the_cost_by_position_counts_each_request_once_and_the_history_grows():
+    conversations = C.load_conversations()[:4]
+    report = run_conversation_benchmark({"A": oracle_conversations()}, conversations, attempts=2, config=CONFIG,
+                                        system=None, warmup=False)
+    cost = report["by_position"]["A"]
+    rows = cost["positions"]
+    longest = max(len(c["turns"]) for c in conversations)
+    assert [r["position"] for r in rows] == list(range(1, longest + 1))
+    for r in rows:   # every request at position k of every conversation that long, each attempt
+        assert r["requests"] == 2 * sum(len(c["turns"]) >= r["position"] for c in conversations)
+        assert r["median_request_s"] > 0 and r["median_forward_ms"] > 0
+    history = [r["median_history_tokens"] for r in rows]
+    assert history[0] > 0 and history == sorted(history) and history[-1] > history[0]  # earlier turns are read
+    ratio = cost["position_ratio"]
+    assert ratio["position"] == min(longest, 6)
+    assert ratio["history_tokens"] == history[ratio["position"] - 1] / history[0]
+    assert "position 1:" in table(report) and "/ position 1:" in table(report)
+
+
+def test_the_position_ratio_reads_position_six_or_the_last_there_is():
+    from bench.conversations import position_ratio
+
+    def row(k, s):
+        return {"position": k, "requests": 1, "median_request_s": s, "median_forward_ms": 2 * s,
+                "median_history_tokens": 10 * k}
+    assert position_ratio([row(1, 1.0)]) is None
+    assert position_ratio([row(1, 1.0), row(2, 3.0), row(3, 4.0)]) == {
+        "position": 3, "request_s": 4.0, "forward_ms": 4.0, "history_tokens": 3.0}
+    seven = [row(k, float(k)) for k in range(1, 8)]
+    assert position_ratio(seven)["position"] == 6 and position_ratio(seven)["request_s"] == 6.0

@@ -6,7 +6,8 @@ from math import comb
 import pytest
 
 from bench import main
-from bench.agent import pass_hat_k, run_agent_benchmark
+from bench.agent import run_agent_benchmark
+from bench.episodes import pass_hat_k
 from bench.report import percentile
 from engine.trace import GenerationConfig
 from tests.world.scripted import babbling_ar, oracle_diffusion
