@@ -62,7 +62,8 @@ def api_refusal(args: argparse.Namespace) -> str | None:
 def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) -> str:
     """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
     (app.api.ApiOptions), /v1 is served on the same app, models and session store. The shop and
-    office web apps are served at /apps/ (app/web_apps.py)."""
+    office web apps are served at /apps/ (app/web_apps.py), on ctx's page sessions: the worlds
+    the tabs show beside their panels (app/world_page.py)."""
     from app import web_apps
     from app.csp import page_middleware
     from app.ui import launch_kwargs
@@ -73,7 +74,8 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) ->
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
                                       run_history=False, app_kwargs={"middleware": page_middleware()},
                                       **launch_kwargs())
-    web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None)
+    web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None,
+                   sessions=ctx.world_pages.sessions if ctx is not None else None)
     if api is not None and ctx is not None:
         from app.api import mount
 

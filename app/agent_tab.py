@@ -29,7 +29,7 @@ from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import user_error
 from .names import with_names
-from .runs import Exchange, Run, Turn, save
+from .runs import Exchange, Run, Turn, run_key, save
 from .settings import AGENT_DEFAULTS, config_from_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, step_turns, steps_html
@@ -44,8 +44,10 @@ from .widgets import (
     stopper,
     with_settings,
 )
+from .world_page import WAITING_HTML
+from .worlds import DEFAULT_WORLD
 
-AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status")
+AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status", "world_page")
 CUSTOM = ""                                   # the task choice that means "use the typed instruction"
 DOC_TASKS = (("doc_resume", 1), ("doc_html", 2))
 SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool name once chosen, the argument keys, "
@@ -69,9 +71,11 @@ def task_label(task: dict[str, Any]) -> str:
 
 
 def custom_task(instruction: str) -> dict[str, Any]:
-    """A typed instruction in a fresh held-out world; there is no gold answer to grade it against."""
-    return {"id": "typed", "domain": "shop", "intent": "typed", "split": "heldout", "instruction": instruction,
-            "world": {"seed": 0, "setup": {}}, "gold_actions": [], "outputs": []}
+    """A typed instruction in a fresh copy of the world a new chat starts in (the Chat's, every
+    style stocked), so the two tabs stock the same products; no gold answer to grade it against."""
+    return {"id": "typed", "domain": "shop", "intent": "typed", "split": DEFAULT_WORLD["split"],
+            "instruction": instruction, "world": {"seed": DEFAULT_WORLD["seed"], "setup": DEFAULT_WORLD["setup"]},
+            "gold_actions": [], "outputs": []}
 
 
 def world_after(task: dict[str, Any], steps: list[Step]) -> Any:
@@ -120,6 +124,20 @@ class AgentHandlers:
         task = self.tasks.get(task_id or CUSTOM)
         return task["instruction"] if task else ""
 
+    def page(self, key: tuple, task: dict[str, Any] | None, steps: list[Step]) -> str:
+        """The frame showing the task's world after the steps shown (their calls replayed, so it
+        follows the display, replay included), on the page of the last call."""
+        if task is not None and task.get("domain") == "document":
+            return '<p class="dp-world-head">A document task does not touch the world: no page to show.</p>'
+        task = task if task is not None else custom_task("")
+        last = next((s for s in reversed(steps) if s.call and not s.error and s.call["name"] != FINISH), None)
+        return self.ctx.world_pages.show(key, world_after(task, steps), last.call if last else None,
+                                         last.observation if last else None)
+
+    def task_page(self, task_id: str, key: tuple = (None, "agent")) -> str:
+        """The frame of a picked task's world before it runs (a typed instruction: the Chat's world)."""
+        return self.page(key, self.tasks.get(task_id or CUSTOM), [])
+
     def pick_example(self, sample: list[str]) -> tuple[str, str]:
         """(task, instruction) for a clicked example: its held-out task when it is one (graded)."""
         prompt = sample[0] if sample else ""
@@ -165,7 +183,8 @@ class AgentHandlers:
         view: TraceView | None = None
         pending = False                               # frames arrived for a step not finished yet
         # a new run clears every result panel, the last verdict included
-        yield (EMPTY_PANEL, steps_html([]), world_view(task, []), "", "", file_list([]), "Step 1: generating…")
+        yield (EMPTY_PANEL, steps_html([]), world_view(task, []), "", "", file_list([]), "Step 1: generating…",
+               self.page(run.key, task, []))
         transcript = None
         try:
             for event in run.events():
@@ -178,14 +197,15 @@ class AgentHandlers:
                         view.add(event.value, backend)
                     if event.show:
                         yield (view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
-                               *([gr.skip()] * 5), self._progress(run, len(steps) + 1, "generating"))
+                               *([gr.skip()] * 5), self._progress(run, len(steps) + 1, "generating"), gr.skip())
                 elif event.kind == "step":
                     steps.append(event.value)
                     if pending and view is not None and event.value.result is not None:
                         view.finish(event.value.result)
                     pending = False
                     yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
-                           gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"))
+                           gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"),
+                           self.page(run.key, task, steps))
                 elif event.kind == "done":
                     transcript = event.value
         except GeneratorExit:
@@ -217,7 +237,8 @@ class AgentHandlers:
             panel = view.panel("done") if view else EMPTY_PANEL
         if saved:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
-        yield panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status
+        yield (panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status,
+               self.page(run.key, task, steps))
 
     @staticmethod
     def _progress(run: Run, step: int, doing: str) -> str:
@@ -290,17 +311,23 @@ def build(ctx: AppContext) -> dict[str, Any]:
             steps = gr.HTML(label="Steps", elem_id="agent-step-list")
         with gr.Column(scale=2):
             verdict = gr.Markdown(elem_id="agent-verdict")
+            # the task's world as its web pages, following each step as it is shown (app/world_page.py)
+            world_page = gr.HTML(WAITING_HTML, elem_id="agent-world-page")
             world = gr.JSON(label="World state (cart, orders, invoices)")
     preview = gr.HTML(elem_id="agent-preview")
     files = gr.File(label="Answer files", file_count="multiple", interactive=False, visible=False)
-    task.change(agent.describe, [task], [instruction], api_visibility="private", **QUIET)
+    def task_page(task_id: str, request: gr.Request) -> str:
+        return agent.task_page(task_id, run_key(request, "agent"))
+
+    task.change(agent.describe, [task], [instruction], api_visibility="private", **QUIET).then(
+        task_page, [task], [world_page], api_visibility="private", **QUIET)
     handler = with_settings(agent.run, "agent", list(controls))
     inputs = [task, instruction, model, max_steps, *controls.values()]
-    outputs = [panel, steps, world, verdict, preview, files, status]
+    outputs = [panel, steps, world, verdict, preview, files, status, world_page]
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(agent.pick_example, [examples], [task, instruction], api_visibility="private", **QUIET)
-    return {"model": model}
+    return {"model": model, "task": task, "world_page": world_page, "task_page": task_page}

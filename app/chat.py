@@ -5,11 +5,13 @@ scrubber over the last generation, and its export.
 A turn is the agent loop (`world.agent.act`) with plain text allowed as the answer: when the
 model writes a tool call, the app runs it on the conversation's world and the model goes on,
 until it answers in text or calls `finish`. The turn streams through the one run path
-(app/runs.py) and is stored in one exchange. The world starts from the held-out task whose
-instruction the first message is (so the examples find what they ask for), else from the
-held-out background world with every style stocked (app/worlds.py DEFAULT_WORLD); it is
-stored with the conversation (its spec in the meta, every executed call in the turns) and
-persists across turns.
+(app/runs.py) and is stored in one exchange. A new chat's world is the held-out background
+world with every style stocked (app/worlds.py DEFAULT_WORLD), made when the page opens and
+shown beside the panel as its web pages (app/world_page.py), which follow each tool call; the
+examples name what it holds (worlds.world_examples). It is stored with the conversation (its
+spec in the meta, every executed call in the turns) and persists across turns. A first message
+that is a held-out task's instruction, sent while that world is untouched, opens the task's world
+instead (as the API does for a request with no world), and the page shows that one.
 
 Handlers are plain (generator) functions; every streaming update is one tuple of CHAT_OUTPUTS.
 """
@@ -55,10 +57,11 @@ from .widgets import (
     stopper,
     with_settings,
 )
-from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
+from .world_page import WAITING_HTML
+from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_examples, world_from_spec, world_spec_for
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
-                "commits", "prompt", "status", "version", "versions_row")
+                "commits", "prompt", "status", "version", "versions_row", "world_page")
 # The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
 # buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
 CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
@@ -175,6 +178,16 @@ def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
                      visible=bool(warning))
 
 
+def untouched(world: World) -> bool:
+    """Whether `world` is still a new chat's world as made (nothing bought, booked or changed by hand)."""
+    return world.end_state() == world_from_spec(DEFAULT_WORLD).end_state()
+
+
+def chat_prompts(card: Any) -> list[str]:
+    """The card's examples about the world a new chat starts in, the one the page beside the panel shows."""
+    return world_examples(card.examples, world_from_spec(DEFAULT_WORLD))
+
+
 def version_label(versions: dict[str, Any] | None) -> str:
     if not versions or len(versions["items"]) < 2:
         return ""
@@ -187,6 +200,16 @@ class ChatHandlers:
     def __init__(self, ctx: AppContext, updates_per_second: float = 20.0) -> None:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
+
+    def page(self, key: tuple, world: World, step: Any = None) -> str:
+        """The frame showing `world` as its web pages, on the page of `step`'s tool call if any."""
+        call = step.call if step is not None and step.error is None else None
+        return self.ctx.world_pages.show(key, world, call, step.observation if call else None)
+
+    def world_view(self, world: World | None, key: tuple) -> tuple[World, str]:
+        """(world, frame): the tab's world (a new chat's when there is none yet) and its pages."""
+        world = world if world is not None else world_from_spec(DEFAULT_WORLD)
+        return world, self.page(key, world)
 
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
@@ -249,8 +272,13 @@ class ChatHandlers:
         except ConfigError as exc:
             raise user_error(str(exc)) from None
         history = [dict(m) for m in (history or [])]
-        spec = world_spec_for(message) if world is None else None
-        world = world_from_spec(spec) if world is None else world
+        spec = None
+        if world is None or (not history and untouched(world)):
+            # a first message that is a held-out task's instruction opens that task's world (the
+            # page beside the panel then shows it); any other keeps the world already shown
+            found = world_spec_for(message)
+            if world is None or "task_id" in found:
+                spec, world = found, world_from_spec(found)
         before = world.clone()
         system = (system or "").strip()
         user = {"role": "user", "content": message}
@@ -309,7 +337,7 @@ class ChatHandlers:
                                             text_answers=True, on_step=lambda s: r.put("step", s),
                                             on_frame=r.frame), name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
-                              heatmap=None, commits=None)
+                              heatmap=None, commits=None, world_page=self.page(run.key, world))
                 ended = None
                 try:
                     for event in run.events():
@@ -323,7 +351,10 @@ class ChatHandlers:
                         elif event.kind == "step":
                             turn.step_done(event.value)
                             if not run.stop_requested:
-                                yield updates(chatbot=turn.chatbot(), trace=turn.view)
+                                called = event.value.call is not None and event.value.call["name"] != FINISH
+                                yield updates(chatbot=turn.chatbot(), trace=turn.view,
+                                              **({"world_page": self.page(run.key, world, event.value)}
+                                                 if called else {}))
                         else:
                             ended = event
                 except GeneratorExit:
@@ -373,7 +404,9 @@ class ChatHandlers:
         """Everything back to empty: the next message starts a new conversation, a new world and a
         new model context. A run still going is stopped and saved first (and draws nothing more)."""
         self.ctx.runs.stop(key, discard=True, wait_s=STOP_WAIT_S)
-        return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=None, trace=None,
+        world, page = self.world_view(None, key)
+        return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=world, trace=None,
+                       world_page=page,
                        versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
                        status="Started a new conversation.", version="", versions_row=gr.Row(visible=False))
 
@@ -427,13 +460,16 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 version = gr.Markdown(elem_id="version-label")
                 next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
             status = gr.Markdown(elem_id="chat-status")
-            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send")
+            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send",
+                                              prompts=chat_prompts(card))
         with gr.Column(scale=6):
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
             with gr.Row(equal_height=False):
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
                                      scale=5, info="Drag to any model forward of the last answer.")
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
+            with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
+                world_page = gr.HTML(WAITING_HTML, elem_id="chat-world-page")
             system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
                                 info="Text the model reads before the conversation; empty uses the model's own.")
             system_note = gr.Markdown(visible=False, elem_id="system-warning")
@@ -458,7 +494,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     names = list(controls)
     shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
-               status, version, versions_row]
+               status, version, versions_row, world_page]
     submit = with_settings(chat.submit, "chat", names)
 
     # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
@@ -473,12 +509,19 @@ def build(ctx: AppContext) -> dict[str, Any]:
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
     # every click steps one version, also a second click before the first one's update is back
     # (Gradio's default drops a click while the button's last event is pending)
+    # the world shown beside the panel (the page's own, made when it opens), again after any
+    # event that puts another World in the tab (a version, Edit last, Sessions' Continue)
+    def show_world(current: World | None, request: gr.Request) -> tuple[World, str]:
+        return chat.world_view(current, run_key(request, "chat"))
+
     for button, delta in ((prev_btn, -1), (next_btn, 1)):
         button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
                      [chatbot, history, world, versions, version], api_visibility="private",
-                     trigger_mode="multiple", **QUIET)
+                     trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
+                                                            api_visibility="private", **QUIET)
     edit_btn.click(chat.edit_last, [history, world, versions],
-                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private")
+                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private").then(
+        show_world, [world], [world, world_page], api_visibility="private", **QUIET)
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
     # world and model context.
     def new_chat(request: gr.Request) -> tuple:
@@ -494,8 +537,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
         None, [copied], None, js=COPY_JS)
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
-    model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
-                 **QUIET)
+    model.change(lambda name: card_update(ctx, name, chat_prompts), [model], [card_md, examples],
+                 api_visibility="private", **QUIET)
     for trigger in (system.change, model.change):     # the card says which system prompts the model knows
         trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
                 api_visibility="private", **QUIET)
@@ -506,4 +549,5 @@ def build(ctx: AppContext) -> dict[str, Any]:
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
     return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
             "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
-            "version": version, "versions_row": versions_row, "panel": panel}
+            "version": version, "versions_row": versions_row, "panel": panel, "world_page": world_page,
+            "show_world": show_world}

@@ -28,6 +28,12 @@ APP_CSS = """
 .dp-sr-status { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%);
   white-space: nowrap; }
 .dp-card { font-size: 13px; }
+/* the tab's world as its web pages (app/world_page.py): the frame takes the column's width */
+.dp-world-head { font-size: 12px; margin: 0 0 .35rem; }
+/* the same height before the frame arrives (the page's load event) as after: nothing below jumps */
+.dp-world-page { min-height: calc(420px + 3.4rem); }
+.dp-world-page iframe { width: 100%; border: 1px solid rgba(127,127,127,.35); border-radius: 8px; background: #fff;
+  box-sizing: border-box; }
 .dp-card p { margin: .15rem 0; }
 """
 
@@ -62,6 +68,9 @@ footer, footer * { color: #52525b !important; }
   color: #93c5fd; }
 .dark .gradio-container #chatbot pre .token.punctuation, .dark .gradio-container #chatbot pre .token.operator {
   color: #d4d4d8; }
+/* the links to the world's pages: Gradio's link blue reads at 4.05:1 in the dark theme */
+.gradio-container .dp-world-head a { color: #1d4ed8; }
+.dark .gradio-container .dp-world-head a { color: #93c5fd; }
 """
 
 # Plotly draws its own white paper; the figures ask for a transparent one (visualizer/plots.py), so a

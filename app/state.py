@@ -21,8 +21,11 @@ from watchdog.observers import Observer
 from engine import catalog
 from engine.backends.base import BackendError
 from sessions import SessionStore, StoreError
+from world.webapps.sessions import WorldSessions
 
 from .runs import RunBoard
+from .world_page import WorldPages
+from .worlds import DEFAULT_WORLD, world_from_spec
 
 DEFAULT_MODEL, DEFAULT_BASELINE = "sprout-bd", "sprout-ar"
 BUSY_TIMEOUT_S = 60.0
@@ -197,6 +200,9 @@ class AppContext:
     export_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dp-exports-")))
     watcher: ModelsWatcher | None = None
     runs: RunBoard = field(default_factory=RunBoard)   # the running run of each (browser session, tab)
+    # the worlds the web apps at /apps/ show: each tab's current World, and pages opened by hand
+    world_pages: WorldPages = field(default_factory=lambda: WorldPages(
+        WorldSessions(lambda: world_from_spec(DEFAULT_WORLD))))
 
     @classmethod
     def create(cls, db_path: str | Path, model: str = DEFAULT_MODEL, baseline: str = DEFAULT_BASELINE,

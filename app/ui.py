@@ -63,9 +63,14 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 models_tab.build(ctx, [chat_parts["model"], compare_parts["diffusion"], compare_parts["baseline"],
                                        agent_parts["model"]])
         chat_resume = [chat_parts[name] for name in RESUME_OUTPUTS]
+        chat_world = ([chat_parts["world"]], [chat_parts["world"], chat_parts["world_page"]])
         sessions_parts["continue"].click(continue_in_chat, [sessions_parts["opened"]], [*chat_resume, tabs],
-                                         api_visibility="private", show_progress="hidden")
+                                         api_visibility="private", show_progress="hidden").then(
+            chat_parts["show_world"], *chat_world, api_visibility="private", show_progress="hidden")
         refresh, inputs, outputs = sessions_parts["refresh"]
         sessions.select(refresh, inputs, outputs, api_visibility="private", show_progress="hidden")
         demo.load(refresh, inputs, outputs, api_visibility="private")
+        demo.load(chat_parts["show_world"], *chat_world, api_visibility="private", show_progress="hidden")
+        demo.load(agent_parts["task_page"], [agent_parts["task"]], [agent_parts["world_page"]],
+                  api_visibility="private", show_progress="hidden")
     return demo

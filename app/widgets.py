@@ -104,20 +104,22 @@ def examples_label(fills: str, sends: str) -> str:
     return f"Examples this model handles: a click puts one in the {fills} ({sends} runs it)"
 
 
-def card_examples(prefix: str, card: Card, fills: str = "prompt box", sends: str = "the button"
-                  ) -> tuple[gr.Markdown, gr.Dataset]:
-    """The model's example prompts (a click fills the `fills` box; the label says so), then its
-    capability card."""
-    examples = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[p] for p in card.prompts],
+def card_examples(prefix: str, card: Card, fills: str = "prompt box", sends: str = "the button",
+                  prompts: list[str] | None = None) -> tuple[gr.Markdown, gr.Dataset]:
+    """The model's example prompts (`prompts`, else the card's; a click fills the `fills` box and
+    the label says so), then its capability card."""
+    prompts = card.prompts if prompts is None else prompts
+    examples = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[p] for p in prompts],
                           label=examples_label(fills, sends), elem_id=f"{prefix}-examples", samples_per_page=6)
     markdown = gr.Markdown(card_markdown(card), elem_id=f"{prefix}-card", elem_classes=["dp-card"])
     return markdown, examples
 
 
-def card_update(ctx: Any, name: str) -> tuple[str, Any]:
-    """The card and examples of the model just picked."""
+def card_update(ctx: Any, name: str, prompts_of: Callable[[Card], list[str]] | None = None) -> tuple[str, Any]:
+    """The card and examples of the model just picked (`prompts_of(card)`, else the card's prompts)."""
     card = card_for(name, ctx.registry.listing())
-    return card_markdown(card), gr.update(samples=[[p] for p in card.prompts])
+    prompts = card.prompts if prompts_of is None else prompts_of(card)
+    return card_markdown(card), gr.update(samples=[[p] for p in prompts])
 
 
 def focus_js(selector: str) -> str:

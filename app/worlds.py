@@ -76,3 +76,55 @@ def no_answer_note(steps_taken: int, early: str = "") -> str:
     """What a person reads when the loop ended without an answer (`early`: why it stopped early)."""
     why = early or f"no answer after {steps_taken} tool steps (the limit is {MAX_TOOL_STEPS})"
     return f"(The model gave no answer: {why}.)"
+
+
+# The card's example kinds (its tasks' kinds, world/tasks.py) written again about a given world,
+# in the card's own sentence frames: what the examples name is then what the world shown holds.
+def _shop_item(world: World, skip_style: str = "") -> tuple[str, str, str] | None:
+    """(colour, style, size) of the first product in id order with two sizes or more, another style than skip_style."""
+    for _pid, p in sorted(world.products.items()):
+        sizes = [s for s in E.SIZES if s in p["stock"]]
+        if len(sizes) >= 2 and p["style"] != skip_style:
+            return p["color"], p["style"], sizes[-1]
+    return None
+
+
+def _customers(world: World) -> list[tuple[str, dict[str, Any]]]:
+    return sorted(world.customers.items())
+
+
+def _example(kind: str, prompt: str, world: World) -> str | None:
+    if kind == "office_sum":
+        return prompt                                    # names nothing of the world
+    customers = _customers(world)
+    if kind == "shop_add" and (item := _shop_item(world)):
+        return f"Please add a {item[0]} {item[1]} in size {item[2]} to the cart."
+    if kind == "shop_find" and (first := _shop_item(world)) and (item := _shop_item(world, skip_style=first[1])):
+        return f"Find a {item[0]} {item[1]} in size {item[2]}."
+    if kind == "office_customer" and customers:
+        return f"Look up customer {customers[0][1]['name']}."
+    if kind == "office_course" and len(customers) > 1:
+        cid, customer = customers[1]
+        open_course = next((code for code, seats in sorted(world.courses.items())
+                            if seats > 0 and [cid, code] not in [list(r) for r in world.registrations]), None)
+        if open_course:
+            return f"Register {customer['name']} for {open_course}."
+    if kind == "office_unpaid_total":
+        owing = {v["customer"] for v in world.invoices.values() if v["status"] == "unpaid"}
+        name = next((c["name"] for cid, c in customers if cid in owing), None)
+        if name:
+            return f"What does {name} owe in unpaid invoices?"
+    return None
+
+
+def world_examples(examples: list[dict[str, Any]], world: World) -> list[str]:
+    """The card's examples (each {"prompt", "task"?}) about `world`: an example of a world task
+    comes back in its card wording with this world's products, customers and courses, one of a
+    kind not known here is left out; an example with no task (plain text) stays as it is."""
+    out = []
+    for example in examples:
+        task = example.get("task")
+        written = example["prompt"] if not task else _example(str(task).split("-")[0], example["prompt"], world)
+        if written and written not in out:
+            out.append(written)
+    return out

@@ -20,10 +20,12 @@ from app.models_tab import ModelsHandlers
 from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
+from app.worlds import DEFAULT_WORLD, world_from_spec
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.format import render_call
+from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 
 NAMES = ("gen_length", "block_size", "steps", "sampler", "threshold", "temperature", "seed")
@@ -295,15 +297,20 @@ def test_agent_runs_benchmark_document_and_typed_tasks_live_and_stores_them(tmp_
     agent = AgentHandlers(context, updates_per_second=1e9)
     agent.tasks.update({task["id"]: task, document["id"]: document})
     updates = list(agent.run(task["id"], "", "fake-bd", 8, settings=named(AGENT)))
-    panel, steps, world, verdict, preview, files, status = updates[-1]
+    panel, steps, world, verdict, preview, files, status, world_page = updates[-1]
     assert any('data-mode="live"' in u[0] for u in updates if isinstance(u[0], str))
     assert "Success" in verdict and "sum_amounts" in steps and "cart" in world
+    # the task's world as its pages, on the office after an office tool, kept under the tab's session
+    assert 'data-app="office"' in world_page and "/apps/office/?session=" in world_page
+    session = context.world_pages.session_for((None, "agent"))
+    assert context.world_pages.sessions.get(session).world.invoices == world_for(task).invoices
     stored = context.store.get_conversation(context.store.list_conversations(kind="agent")[0]["id"])
     assert stored["meta"]["success"] is True and stored["meta"]["task_id"] == task["id"]
     assert [c["name"] for t in stored["turns"] for c in t["tool_calls"]] == ["sum_amounts", "finish"]
-    _, steps, world, verdict, preview, files, _ = list(agent.run(document["id"], "", "fake-doc", 1,
-                                                                 settings=named(AGENT)))[-1]
+    _, steps, world, verdict, preview, files, _, world_page = list(agent.run(document["id"], "", "fake-doc", 1,
+                                                                             settings=named(AGENT)))[-1]
     assert "Success" in verdict and preview.startswith('<iframe sandbox=""') and "note" in world
+    assert "does not touch the world" in world_page
     assert "text answer: an HTML page" in steps and "error: ?" not in steps        # the document step's result
     assert [os.path.basename(f) for f in files["value"]][-1].endswith("-answer.html")
     verdict = list(agent.run("", "Please show my cart.", "fake-typed", 1, settings=named(AGENT)))[-1][3]
@@ -442,7 +449,11 @@ def test_new_chat_starts_a_new_conversation_world_and_context(ctx):
     chat = ChatHandlers(ctx)
     first = ask(chat, "Say hi")[-1]
     reset = dict(zip(CHAT_OUTPUTS, chat.new_chat()))
-    assert reset["history"] == [] and reset["conversation_id"] is None and reset["world"] is None
+    assert reset["history"] == [] and reset["conversation_id"] is None
+    # a new world (a new chat's, the one the pages beside the panel now show), not the last one
+    assert reset["world"] is not first[OUT["world"]] and reset["world"].cart == []
+    assert reset["world"].products == world_from_spec(DEFAULT_WORLD).products
+    assert "/apps/shop/?session=" in reset["world_page"]
     second = ask(chat, "Say hi again", reset["history"], reset["conversation_id"])[-1]
     assert second[OUT["conversation_id"]] != first[OUT["conversation_id"]]
     assert "Say hi\n" not in ctx.registry.get("fake-bd").tokenizer.decode(ctx.registry.get("fake-bd").prompts[-1])

@@ -89,7 +89,7 @@ def running_app(ctx: Any) -> Iterator[tuple[Any, str]]:
     from launch import serve
 
     demo = build_app(ctx)
-    url = serve(demo, "127.0.0.1", free_port(), block=False)
+    url = serve(demo, "127.0.0.1", free_port(), block=False, ctx=ctx)
     try:
         yield demo, url
     finally:

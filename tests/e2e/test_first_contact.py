@@ -362,14 +362,14 @@ def test_an_example_prompt_with_the_bundled_sprout_shows_a_tool_step_and_a_text_
         expect(card).to_contain_text("Sprout-BD")
         choose(page, "#chat-model", re.compile("^sprout-ar"))              # another model: its own card
         expect(card).to_contain_text("Sprout-AR")
-        expect(page.locator("#chat-examples")).to_contain_text("dress")
+        expect(page.locator("#chat-examples")).to_contain_text("to the cart.")
         choose(page, "#chat-model", re.compile("^sprout-bd"))
         expect(card).to_contain_text("Sprout-BD")
         examples = page.locator("#chat-examples")
-        first = examples.locator("button, td, .gallery-item").filter(has_text="dress").first
+        first = examples.locator("button, td, .gallery-item").filter(has_text="to the cart.").first
         first.click()
         box = page.locator("#prompt textarea")
-        expect(box).to_have_value(re.compile("dress"))
+        expect(box).to_have_value(re.compile("to the cart"))
         box.press("Enter")
         expect(page.locator("#chat-status")).to_contain_text("tool call", timeout=120_000)
         chat = page.locator("#chatbot")

@@ -8,7 +8,7 @@ import {api, buildFields, el, fetchTools, fillFields, flash, money, params, prob
         registerTools, row, sessionId, showPageError} from "./webmcp-page.js";
 
 const $ = id => document.getElementById(id);
-const state = {session: "", tools: {}, products: {}, lastSearch: null};
+const state = {session: "", tools: {}, products: {}, orders: {}, lastSearch: null};
 
 // One round trip: the tool's answer and the page's state after it.
 async function call(name, input) {
@@ -23,6 +23,7 @@ async function refresh() {
 
 function draw(world) {
   state.products = Object.fromEntries(world.products.map(p => [p.id, p]));
+  state.orders = Object.fromEntries(world.orders.map(o => [o.id, o]));
   drawCart(world.cart);
   if (!state.lastSearch) drawBrowse();
   route();
@@ -155,9 +156,18 @@ async function checkout(input) {
 function route() {
   const [, view, id] = location.hash.split("/");
   if (view === "product" && id) drawProduct(decodeURIComponent(id));
-  else if (view === "order") show("confirmation");
+  else if (view === "order") {
+    // opened on an order (a reload, or the playground's frame after an agent's checkout): the
+    // confirmation says what the world holds of it, when this page did not just place it
+    const order = state.orders[decodeURIComponent(id || "")];
+    if (order && !$("confirmation-text").textContent.includes(order.id)) {
+      $("confirmation-text").textContent = `Order ${order.id} is placed: ${money(order.total)}.`;
+    }
+    show("confirmation");
+  }
   else show("catalogue");
-  if (view === "cart") $("cart-panel").scrollIntoView({block: "nearest"});
+  // this page's own scroll only: scrollIntoView would also scroll a page that frames this one
+  if (view === "cart") window.scrollTo(0, $("cart-panel").getBoundingClientRect().top + window.scrollY - 8);
 }
 
 async function main() {
