@@ -132,7 +132,7 @@ class AgentHandlers:
         task = task if task is not None else custom_task("")
         last = next((s for s in reversed(steps) if s.call and not s.error and s.call["name"] != FINISH), None)
         return self.ctx.world_pages.show(key, world_after(task, steps), last.call if last else None,
-                                         last.observation if last else None)
+                                         last.observation if last else None, owner="episode")
 
     def task_page(self, task_id: str, key: tuple = (None, "agent")) -> str:
         """The frame of a picked task's world before it runs (a typed instruction: the Chat's world)."""

@@ -51,16 +51,17 @@ class WorldPages:
             self._ids.move_to_end(key)
             return session_id
 
-    def show(self, key: tuple, world: World, call: dict[str, Any] | None = None, result: Any = None) -> str:
+    def show(self, key: tuple, world: World, call: dict[str, Any] | None = None, result: Any = None,
+             owner: str = "conversation") -> str:
         """Keep `world` under key's session and return the frame that shows it, on the page of
-        `call` (the latest tool call, with its `result`) or the shop."""
+        `call` (the latest tool call, with its `result`) or the shop; `owner` says whose world it is."""
         session_id = self.session_for(key)
         self.sessions.add(world, session_id)
         with self._lock:
             self._shown += 1
             stamp = self._shown
         app, view = page_for(call, result)
-        return frame_html(session_id, app, view, stamp)
+        return frame_html(session_id, app, view, stamp, owner)
 
 
 def page_for(call: dict[str, Any] | None, result: Any = None) -> tuple[str, str]:
@@ -74,14 +75,14 @@ def page_for(call: dict[str, Any] | None, result: Any = None) -> tuple[str, str]
     return app, ""
 
 
-def frame_html(session_id: str, app: str, view: str, stamp: int) -> str:
+def frame_html(session_id: str, app: str, view: str, stamp: int, owner: str = "conversation") -> str:
     """The frame on /apps/<app>/ of the session, with links to both apps in a tab of their own."""
     sid = quote(session_id, safe="")
     src = f"/apps/{app}/?session={sid}&v={stamp}{view}"
     links = " · ".join(f'<a href="/apps/{name}/?session={sid}" target="_blank" rel="noopener">{label}</a>'
                        for name, label in (("shop", "the shop"), ("office", "the office")))
     return (f'<div class="dp-world-page" data-app="{escape(app)}" data-session="{escape(sid)}">'
-            f'<p class="dp-world-head">The world this conversation acts on, as web pages: browse it to see what '
+            f'<p class="dp-world-head">The world this {escape(owner)} acts on, as web pages: browse it to see what '
             f'is there, or open {links} in a tab of its own. It follows each tool call.</p>'
-            f'<iframe src="{escape(src)}" title="The {escape(app)} page of this conversation\'s world" '
+            f'<iframe src="{escape(src)}" title="The {escape(app)} page of this {escape(owner)}\'s world" '
             f'height="{FRAME_HEIGHT_PX}" referrerpolicy="same-origin"></iframe></div>')

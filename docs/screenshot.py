@@ -2,6 +2,7 @@
 
     .venv/bin/python docs/screenshot.py [--out docs/playground.png]
     .venv/bin/python docs/screenshot.py --scaffold        # docs/scaffold.png: the JSON schema example
+    .venv/bin/python docs/screenshot.py --agent           # docs/agent-pages.png: a guest checkout, its page beside
 
 Uses the bundled Sprout-BD when models/sprout-bd loads; otherwise a scripted stand-in backend
 (tests/fakes.py) that "knows" one tool call (or, with --scaffold, the example order as JSON),
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +24,7 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 PROMPT = "Please add a blue dress in size L to the cart."
+# the held-out task "Order a blue sweater (L) for Zeno Price, ...": search, add, check out as a guest
 ANSWER = '<tool_call>{"name":"search_products","arguments":{"query":"dress","color":"blue","size":"L"}}</tool_call>'
 ORDER = '{"product":"rain jacket","colour":"blue","size":"M","quantity":2,"gift":false}'
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -44,12 +47,35 @@ def backends(answer: str = ANSWER) -> tuple[dict, str]:
         return {"stand-in-bd": Slow(FakeDiffusionBackend(answer, name="stand-in-bd"), 0.05)}, "stand-in-bd"
 
 
+def agent_checkout(page) -> None:
+    """The Agent tab runs a held-out guest checkout to its verdict; the page beside it reaches the order."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Agent").click()
+    picker = page.locator("#agent-task input").first
+    picker.click()
+    picker.fill("blue sweater (L)")
+    page.get_by_role("option").filter(has_text="Zeno Price").first.click()
+    expect(page.locator("#agent-instruction textarea")).to_have_value(re.compile("blue sweater"), timeout=10_000)
+    page.locator("#run-agent").click()
+    expect(page.locator("#agent-verdict")).to_contain_text("Success", timeout=180_000)
+    frame = page.frame_locator("#agent-world-page iframe")
+    expect(frame.locator("#confirmation")).to_be_visible(timeout=15_000)
+    page.wait_for_timeout(800)
+    # the panel, the steps, the verdict and the page in one screen
+    page.locator("#agent-status").evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 8)")
+    page.wait_for_timeout(300)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="default: docs/playground.png (docs/scaffold.png with --scaffold)")
     parser.add_argument("--scaffold", action="store_true", help="answer the JSON schema box's example instead")
+    parser.add_argument("--agent", action="store_true",
+                        help="the Agent tab on a held-out guest checkout, the shop page beside it")
     args = parser.parse_args()
-    args.out = args.out or str(ROOT / "docs" / ("scaffold.png" if args.scaffold else "playground.png"))
+    default = "agent-pages.png" if args.agent else "scaffold.png" if args.scaffold else "playground.png"
+    args.out = args.out or str(ROOT / "docs" / default)
     from playwright.sync_api import expect, sync_playwright
 
     from app.state import AppContext
@@ -65,6 +91,13 @@ def main() -> int:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
+        if args.agent:
+            agent_checkout(page)
+            page.screenshot(path=args.out)
+            browser.close()
+            ctx.close()
+            print(f"wrote {args.out} ({name})")
+            return 0
         if args.scaffold:                # the example schema, its prompt and a length that fits it
             page.locator("#chat-schema-box").click()
             page.locator("#chat-schema-example").click()
