@@ -36,7 +36,7 @@ class _SproutText(Capabilities):
         self._hidden = {self.mask_id, self.pad_id, *self.eos_ids}
         self._special = frozenset(tokenizer.all_special_ids)   # the tokenizer rebuilds this list on every read
         self.max_length = int(model.config.max_position_embeddings)
-        self.cache = None
+        self._cache = None            # the model's cache after what has run (settled_cache() to read it)
         # recent prompts' clean contexts (sprout/prompt_cache.py); clear it if the weights change
         self.prompt_cache = PromptCache()
         self._user_marker = ids(ROLE_MARKERS["user"])
@@ -61,8 +61,14 @@ class _SproutText(Capabilities):
         """The clean context after the prompt, from the prompt cache. Its anchor is where the
         system text ends (the first user marker), shared by every conversation in the world."""
         ids = self._ids(prompt_ids)
-        self.cache = self.prompt_cache.prefill(self.model, ids, self._anchors(ids))
-        return self.cache.next_logits
+        self._cache = self.prompt_cache.prefill(self.model, ids, self._anchors(ids))
+        return self._cache.next_logits
+
+    def settled_cache(self):
+        """The model's cache with everything decided so far run in; the diffusion twin may first
+        run the tokens it holds back for a fused pass (one forward), so this is a method, not an
+        attribute that computes when read."""
+        return self._cache
 
     def _anchors(self, ids: torch.Tensor) -> tuple[int, ...]:
         users = (ids[0] == self._user_marker).nonzero()
@@ -74,8 +80,8 @@ class SproutBackend(_SproutText):
     block) wait for the next `denoise`, and both run as one pass
     (`SproutModel.commit_then_denoise`), which costs about 0.7 of the two on a CPU; blocks
     committed one after another (a scaffold's fixed text can fill a whole block) wait as one
-    chunk. The loops need not know: whatever reads the cache first (`cache`) runs the waiting
-    tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
+    chunk. The loops need not know: a reader of the cache (`settled_cache()`) first runs the
+    waiting tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
     tests/sprout/test_fused_commit.py holds the two to the same replies)."""
 
     kind = "diffusion"
@@ -90,14 +96,9 @@ class SproutBackend(_SproutText):
         self.fuse_commit = fuse_commit
         self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)
 
-    @property
-    def cache(self):
+    def settled_cache(self):
         self._run_waiting()
         return self._cache
-
-    @cache.setter
-    def cache(self, value) -> None:
-        self._cache = value
 
     @torch.inference_mode()
     def prefill(self, prompt_ids) -> None:
@@ -172,13 +173,13 @@ class SproutARBackend(_SproutText):
 
     @torch.inference_mode()
     def step(self, token_id: int) -> torch.Tensor:
-        self.cache, logits = self.model.commit(self._ids([token_id]), self.cache)
+        self._cache, logits = self.model.commit(self._ids([token_id]), self._cache)
         return logits[:, -1]                                                       # (1, V)
 
     @torch.inference_mode()
     def extend(self, ids: list[int]) -> torch.Tensor:
         """Append several known tokens in one forward (jump-forward) -> logits (1, V) for the next."""
-        self.cache, logits = self.model.commit(self._ids(list(ids)), self.cache)   # (1, n, V)
+        self._cache, logits = self.model.commit(self._ids(list(ids)), self._cache)  # (1, n, V)
         return logits[:, -1]                                                       # (1, V)
 
 

@@ -82,4 +82,4 @@ def test_consecutive_commits_wait_as_one_chunk_and_read_as_the_reference():
         backend.commit(canvas, slice(8, 16))
         logits[name] = backend.denoise(canvas, slice(16, 24))                   # (1, 8, V)
     torch.testing.assert_close(logits["fused"], logits["reference"], rtol=1e-4, atol=1e-4)
-    assert fused.cache.length == reference.cache.length == ids.shape[1] + 16
+    assert fused.settled_cache().length == reference.settled_cache().length == ids.shape[1] + 16

@@ -37,10 +37,10 @@ def test_reused_prefixes_give_the_logits_of_a_whole_prefill(causal):
         ids = backend.encode_chat(messages)
         backend.prefill(ids)
         fresh, last = model.prefill(torch.tensor([ids]))
-        assert backend.cache.length == fresh.length == len(ids)
-        torch.testing.assert_close(backend.cache.next_logits, last, atol=1e-4, rtol=1e-4)
+        assert backend.settled_cache().length == fresh.length == len(ids)
+        torch.testing.assert_close(backend.settled_cache().next_logits, last, atol=1e-4, rtol=1e-4)
         block = torch.full((1, 8), backend.mask_id)
-        torch.testing.assert_close(model.denoise(block, backend.cache), model.denoise(block, fresh),
+        torch.testing.assert_close(model.denoise(block, backend.settled_cache()), model.denoise(block, fresh),
                                    atol=1e-4, rtol=1e-4)
 
 
@@ -51,9 +51,9 @@ def test_only_new_tokens_run():
     system_end = first.index(tok.convert_tokens_to_ids("<|user|>"))
 
 
-    def prefill(ids):   # the prompt's last piece waits for the first denoise: reading the cache runs it
+    def prefill(ids):   # the prompt's last piece waits for the first denoise: settling the cache runs it
         backend.prefill(ids)
-        return backend.cache
+        return backend.settled_cache()
 
     prefill(first)
     assert backend.prompt_cache.tokens_run == len(first)
