@@ -36,7 +36,7 @@ from bench.episodes import (
 from bench.report import load_model, progress_bar
 from engine.trace import GenerationConfig
 from world import conversations as C
-from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, prompt_ids_for, run_conversation
+from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, one_request, prompt_ids_for, run_conversation
 
 # The seed's claim is about six tasks in a row: the ratio is read at position 6 when it exists.
 RATIO_POSITION = 6
@@ -101,7 +101,15 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
     return {"models": models, "median_ratio": median_ratio(models, names), "tasks": len(conversations),
             "requests": len(kind_of), "attempts": attempts, "config": config.to_dict(), "groups": groups,
             "scaffold": False, "reads": reads,
-            "by_position": {name: by_position(backends[name], [ran for _, ran in runs[name]]) for name in names}}
+            "by_position": {name: {**by_position(backends[name], [ran for _, ran in runs[name]]),
+                                   "reads": what_it_reads(backends[name], reads)} for name in names}}
+
+def what_it_reads(backend: Any, reads: str) -> str:
+    """"conversation" or "latest_request": what the model read in this run (`reads` as
+    run_conversation takes it)."""
+    latest = reads == "latest_request" or (reads == "declared" and one_request(backend))
+    return "latest_request" if latest else "conversation"
+
 
 def by_position(backend: Any, runs: list[ConversationTranscript]) -> dict[str, Any]:
     """Per position k (1-based) of a request in its conversation: requests, median request

@@ -63,7 +63,7 @@ def agent_checkout(page) -> None:
     expect(frame.locator("#confirmation")).to_be_visible(timeout=15_000)
     page.wait_for_timeout(800)
     # the panel, the steps, the verdict and the page in one screen
-    page.locator("#agent-status").evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 8)")
+    page.locator("#agent-status").evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + scrollY - 8)")
     page.wait_for_timeout(300)
 
 
