@@ -89,14 +89,10 @@ def _shop_item(world: World, skip_style: str = "") -> tuple[str, str, str] | Non
     return None
 
 
-def _customers(world: World) -> list[tuple[str, dict[str, Any]]]:
-    return sorted(world.customers.items())
-
-
 def _example(kind: str, prompt: str, world: World) -> str | None:
     if kind == "office_sum":
         return prompt                                    # names nothing of the world
-    customers = _customers(world)
+    customers = sorted(world.customers.items())
     if kind == "shop_add" and (item := _shop_item(world)):
         return f"Please add a {item[0]} {item[1]} in size {item[2]} to the cart."
     if kind == "shop_find" and (first := _shop_item(world)) and (item := _shop_item(world, skip_style=first[1])):

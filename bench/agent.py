@@ -47,6 +47,7 @@ from bench.episodes import (
     DEFAULT_CONFIG,
     episode_record,
     forget_prompts,
+    interleaved,
     median_ratio,
     milliseconds,
     summarize,
@@ -87,21 +88,14 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
             run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system, pages=pages)
     if pages is not None:
         pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
-    episodes: dict[str, list[tuple[str, Transcript]]] = {name: [] for name in names}
-    total, done = len(tasks) * attempts * len(names), 0
-    for task in tasks:
-        for attempt in range(attempts):
-            for name in (names if attempt % 2 == 0 else names[::-1]):
-                backend, run_config = runs[name]
-                forget_prompts(backend)
-                transcript = run_episode(backend, task, run_config.replace(seed=config.seed + attempt),
-                                         max_steps=max_steps, system=system, pages=pages)
-                episodes[name].append((task["id"], transcript))
-                if on_episode is not None:
-                    on_episode(name, attempt, transcript)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+
+    def one_episode(name: str, task: dict[str, Any], attempt: int) -> Transcript:
+        backend, run_config = runs[name]
+        forget_prompts(backend)
+        return run_episode(backend, task, run_config.replace(seed=config.seed + attempt), max_steps=max_steps,
+                           system=system, pages=pages)
+
+    episodes = interleaved(tasks, attempts, names, one_episode, on_episode, progress)
     models = {name: {**summarize(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
     plain = list(backends)
     report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,

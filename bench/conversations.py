@@ -28,6 +28,7 @@ from bench.episodes import (
     DEFAULT_CONFIG,
     episode_record,
     forget_prompts,
+    interleaved,
     median_ratio,
     pass_hat_k,
     summarize,
@@ -67,20 +68,13 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
         for name in names:
             forget_prompts(backends[name])
             run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads)
-    runs: dict[str, list[tuple[str, ConversationTranscript]]] = {name: [] for name in names}
-    total, done = len(conversations) * attempts * len(names), 0
-    for conversation in conversations:
-        for attempt in range(attempts):
-            for name in (names if attempt % 2 == 0 else names[::-1]):
-                forget_prompts(backends[name])
-                ran = run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
-                                       max_steps=max_steps, system=system, reads=reads)
-                runs[name].append((conversation["id"], ran))
-                if on_conversation is not None:
-                    on_conversation(name, attempt, ran)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+
+    def one_conversation(name: str, conversation: dict[str, Any], attempt: int) -> ConversationTranscript:
+        forget_prompts(backends[name])
+        return run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
+                                max_steps=max_steps, system=system, reads=reads)
+
+    runs = interleaved(conversations, attempts, names, one_conversation, on_conversation, progress)
     kind_of = {f"{c['id']}.{k}": C.request_kind(t) for c in conversations for k, t in enumerate(c["turns"])}
     models, groups = {}, {}
     for name in names:

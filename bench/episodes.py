@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,28 @@ def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         "edits": sum(s.result.stats.edits for _, t in episodes for s in t.steps if s.result is not None),
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
     }
+
+
+def interleaved(items: list[dict[str, Any]], attempts: int, names: list[str],
+                run_one: Callable[[str, dict[str, Any], int], Any],
+                on_result: Callable[[str, int, Any], None] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> dict[str, list[tuple[str, Any]]]:
+    """name -> [(item id, run_one(name, item, attempt))]: every item `attempts` times on every
+    name, the names' order reversed on odd attempts (neither model always runs on a cache the
+    other warmed); on_result(name, attempt, result) after each run, progress(done, total)."""
+    out: dict[str, list[tuple[str, Any]]] = {name: [] for name in names}
+    total, done = len(items) * attempts * len(names), 0
+    for item in items:
+        for attempt in range(attempts):
+            for name in (names if attempt % 2 == 0 else names[::-1]):
+                result = run_one(name, item, attempt)
+                out[name].append((item["id"], result))
+                if on_result is not None:
+                    on_result(name, attempt, result)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    return out
 
 
 def milliseconds(values: list[float]) -> dict[str, float | int | None]:
