@@ -109,11 +109,12 @@ class RemoteBackend(Capabilities):
 
     # -- the call ---------------------------------------------------------------------------------
     def client(self) -> Any:
-        import httpx
         import openai
 
+        # openai.Timeout is the timeout type of whichever HTTP library this openai release is built on
+        # (httpx before 3.6x, httpx2 after): an httpx.Timeout handed to an httpx2 client is refused.
         return openai.OpenAI(base_url=self.url, api_key=os.environ.get(self.api_key_env) or "none", max_retries=0,
-                             timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
+                             timeout=openai.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
 
     def request(self, messages: list[dict[str, str]], config: GenerationConfig,
                 tools: ToolCalls | None = None) -> dict[str, Any]:
