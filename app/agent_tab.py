@@ -15,10 +15,9 @@ from typing import Any
 import gradio as gr
 
 from engine.metrics import combined, summary_line
-from engine.result import summarize
 from engine.trace import ConfigError, GenerationConfig, block_size_of
 from visualizer.parts import part_count
-from world.agent import DEFAULT_MAX_STEPS, Step, run_episode
+from world.agent import DEFAULT_MAX_STEPS, STOPPED, Step, run_episode
 from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
@@ -100,14 +99,6 @@ def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
             "invoices": state["invoices"], "registrations": state["registrations"]}
 
 
-def stopped_step(backend: Any, view: TraceView) -> Step:
-    """The reply Stop cut short: what its frames decided, as a cancelled generation."""
-    seconds = view.frames[-1].elapsed_s
-    partial = summarize(backend, list(view.frames), seconds, "cancelled", view.gen_length)
-    view.finish(partial)
-    return Step(partial.text, None, None, None, partial, seconds)
-
-
 class AgentHandlers:
     def __init__(self, ctx: AppContext, updates_per_second: float = 20.0) -> None:
         self.ctx = ctx
@@ -177,7 +168,8 @@ class AgentHandlers:
     def _episode(self, run: Run, backend: Any, task: dict[str, Any], config: GenerationConfig, model: str,
                  limit: int, graded: bool) -> Generator[tuple, None, None]:
         run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
-                                        on_step=lambda s: r.put("step", s)), name="agent-episode")
+                                        on_step=lambda s: r.put("step", s), should_stop=r.should_stop),
+                  name="agent-episode")
         steps: list[Step] = []
         known = [task["instruction"]]                 # what a call may copy from (app/steps.py marks)
         view: TraceView | None = None
@@ -186,6 +178,14 @@ class AgentHandlers:
         yield (EMPTY_PANEL, steps_html([]), world_view(task, []), "", "", file_list([]), "Step 1: generating…",
                self.page(run.key, task, []))
         transcript = None
+
+        def read_step(step: Step) -> None:
+            nonlocal pending
+            steps.append(step)
+            if pending and view is not None and step.result is not None:
+                view.finish(step.result)             # a step Stop cut is the engine's cancelled Result
+            pending = False
+
         try:
             for event in run.events():
                 if event.kind == "frame":
@@ -199,27 +199,23 @@ class AgentHandlers:
                         yield (view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
                                *([gr.skip()] * 5), self._progress(run, len(steps) + 1, "generating"), gr.skip())
                 elif event.kind == "step":
-                    steps.append(event.value)
-                    if pending and view is not None and event.value.result is not None:
-                        view.finish(event.value.result)
-                    pending = False
+                    read_step(event.value)
                     yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
                            gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"),
                            self.page(run.key, task, steps))
                 elif event.kind == "done":
-                    transcript = event.value
+                    # a stopped episode has no verdict: it ended because the person said so
+                    transcript = None if event.value.stopped == STOPPED else event.value
         except GeneratorExit:
             for left in run.close():
-                if view is not None and pending and left.part == 1:
+                if left.kind == "step":
+                    read_step(left.value)
+                elif view is not None and pending and left.part == 1:
                     view.add(left.value, backend)
-            if pending and view is not None and view.frames:
-                steps.append(stopped_step(backend, view))
             self._save(task, steps, None, config, model, graded)
             raise
         finally:
             run.close()
-        if transcript is None and pending and view is not None and view.frames:
-            steps.append(stopped_step(backend, view))
         saved = self._save(task, steps, transcript, config, model, graded)
         named = world_after(task, steps) if task.get("domain") != "document" else None
         verdict = self._verdict(transcript, graded, steps, named)

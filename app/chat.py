@@ -28,7 +28,7 @@ import gradio as gr
 from engine.backends.base import BackendError
 from engine.trace import ConfigError
 from sessions import StoreError
-from world.agent import act
+from world.agent import STOPPED, act
 from world.state import World
 from world.tools import FINISH, call_tool
 
@@ -291,8 +291,8 @@ class ChatHandlers:
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
-            answer, early = ended.value if ended.kind == "done" and ended.value else (None, "")
-            if ended.kind == "stopped":
+            answer, early = ended.value if ended is not None and ended.value else (None, "")
+            if early == STOPPED:
                 turn.stop()
             elif early and not turn.steps:
                 raise user_error(early)                  # the prompt alone outgrew the context: nothing ran
@@ -320,7 +320,7 @@ class ChatHandlers:
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
                 conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
-        """The turn's live updates; returns its last event ("done" or "stopped"). Closed early (a
+        """The turn's live updates; returns its last event ("done"). Closed early (a
         client's cancel), it saves what was decided before closing."""
         config, model = turn.config, turn.model
         try:
@@ -331,11 +331,12 @@ class ChatHandlers:
                 context = model_context(backend, context)
                 if turn.structured:                        # one answer in the schema's JSON, no tool calls
                     run.start(lambda r: structured_answer(backend, context, config, on_step=lambda s: r.put("step", s),
-                                                          on_frame=r.frame), name="chat-turn")
+                                                          on_frame=r.frame, should_stop=r.should_stop),
+                              name="chat-turn")
                 else:
                     run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
-                                            on_frame=r.frame), name="chat-turn")
+                                            on_frame=r.frame, should_stop=r.should_stop), name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
                               heatmap=None, commits=None, world_page=self.page(run.key, world))
                 ended = None
@@ -359,7 +360,9 @@ class ChatHandlers:
                             ended = event
                 except GeneratorExit:
                     for event in run.close():
-                        if event.part == 1:
+                        if event.kind == "step":
+                            turn.step_done(event.value)
+                        elif event.part == 1:
                             turn.add(event.value)
                     turn.stop()
                     self._save(turn, conversation_id, spec, system)

@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 from engine.metrics import combined, summary_line
-from engine.result import summarize
 from engine.trace import GenerationConfig, block_size_of
 from visualizer.parts import part_count
 from world.agent import Step
@@ -81,13 +80,9 @@ class ChatTurn:
         return chat_messages(self.history + [self.user] + entries + self._in_flight())
 
     def stop(self) -> None:
-        """Stopped mid-generation: the frames decided so far become a cancelled step."""
+        """Stopped: the generation Stop cut already arrived as a cancelled step (the engine's
+        partial Result, engine.generate.until_stopped); nothing more is in flight."""
         self.stopped = True
-        if self.pending and self.view.frames:
-            seconds = self.view.frames[-1].elapsed_s
-            partial = summarize(self.backend, list(self.view.frames), seconds, "cancelled", self.view.gen_length)
-            self.view.finish(partial)
-            self.steps.append(Step(partial.text, None, None, None, partial, seconds))
         self.pending = False
 
     def entries(self, answer: str | None, early: str) -> list[dict[str, Any]]:

@@ -23,7 +23,6 @@ import gradio as gr
 from markupsafe import Markup
 
 from engine.metrics import LABELS, Ends, combined, formatted, numbers, scope_label
-from engine.result import summarize
 from engine.trace import ConfigError, Frame, GenerationConfig, block_size_of
 from visualizer import turn_race_plot
 from visualizer.parts import part_count
@@ -71,8 +70,9 @@ class Racer:
         self.name, self.backend, self.config, self.prompt = name, backend, config, prompt
         world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
         context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
-        self.events = act_steps(backend, world, context, config,
-                                max_steps=MAX_TOOL_STEPS, text_answers=True)
+        self.stopping = False                    # Stop: the turn ends at this side's next forward
+        self.events = act_steps(backend, world, context, config, max_steps=MAX_TOOL_STEPS, text_answers=True,
+                                should_stop=lambda: self.stopping)
         self.decided: list[Frame] = []           # worker: frames of the generation in progress
         self.steps: list[Step] = []              # worker: finished generations, in order
         self.answer: str | None = None
@@ -107,15 +107,18 @@ class Racer:
             self.decided.append(item)
             return finished, item
 
-    def stop(self) -> None:
-        """Stopped: the generation in progress ends as a cancelled step."""
-        self.events.close()
+    def stop(self) -> list[Step]:
+        """Stopped: the turn's loop is told so and stepped once more, so the generation in progress
+        ends as the engine's cancelled step (engine.generate.until_stopped) without another
+        forward; returns the steps that ended on the way."""
+        self.stopping = True
         self.cut = self.cut or not self.over
-        if not self.over and self.decided:
-            seconds = self.decided[-1].elapsed_s
-            partial = summarize(self.backend, list(self.decided), seconds, "cancelled", self.config.gen_length)
-            self.steps.append(Step(partial.text, None, None, None, partial, seconds))
-        self.decided, self.over = [], True
+        ended: list[Step] = []
+        while not self.over:
+            finished, _ = self.step()
+            ended += finished
+        self.decided = []
+        return ended
 
     # -- the handler's side -------------------------------------------------------------------
     def read_frame(self, frame: Frame) -> None:
@@ -226,6 +229,11 @@ class CompareHandlers:
         def work(run: Run) -> None:
             while any(racer.running for racer in racers):
                 for lane, racer in enumerate(racers):   # interleaved: one forward each, in turn
+                    if run.should_stop():
+                        for side, cut in enumerate(racers):
+                            for step in cut.stop():
+                                run.put("step", step, side)
+                        return
                     if racer.running:
                         steps, frame = racer.step()
                         for step in steps:
@@ -252,8 +260,6 @@ class CompareHandlers:
                     racer.finished = True           # this side is done the moment its end is shown
                     if not run.stop_requested:
                         yield *self._panels(run, racers), stats_table(racers), gr.skip(), gr.skip()
-                elif event.kind == "stopped":
-                    break
         except GeneratorExit:
             run.close()
             self._finish(racers, stopped=True)

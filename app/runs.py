@@ -14,10 +14,12 @@ worker is over (or a Compare lane is), what is still drawn is a replay of finish
 `mode(lane)` says "replay" instead of "live"; `behind(lane)` is how many computed frames the
 display has not reached yet.
 
-Stop is cooperative: the Stop button sets the run's flag (`RunBoard.stop`), the worker raises
-`Stopped` at its next forward, and the handler, still running, draws the stopped state and saves
-what was decided. Nothing is left showing "live" after Stop. When Gradio closes the handler
-instead (a client's cancel, New chat), `Run.close` stops the worker and the tab saves the same way.
+Stop is cooperative: the Stop button sets the run's flag (`RunBoard.stop`); the worker's loop
+reads it through `should_stop` (engine.generate.until_stopped asks after each forward), so the
+engine ends the generation in progress as a cancelled Result and the loop returns normally; the
+handler, still running, draws the stopped state and saves what was decided. Nothing is left
+showing "live" after Stop. When Gradio closes the handler instead (a client's cancel, New chat),
+`Run.close` sets the same flag, waits for the worker and hands back what it had not read.
 """
 
 from __future__ import annotations
@@ -38,10 +40,6 @@ from .throttle import Throttle
 from .turnstile import Turnstile
 
 JOIN_S = 2.0                 # how long closing a run waits for its worker to leave the model
-
-
-class Stopped(Exception):
-    """Raised inside the worker at its next forward once the person pressed Stop."""
 
 
 class RunBoard:
@@ -85,7 +83,7 @@ def run_key(request: Any, tab: str) -> tuple:
 
 @dataclass
 class Event:
-    kind: str                # "frame", "step", "lane_done", "done", "stopped"
+    kind: str                # "frame", "step", "lane_done", "done"
     value: Any = None
     lane: int = 0            # which model's run it belongs to (Compare has two lanes)
     show: bool = True        # frames: draw now (pace and throttle allowing)
@@ -109,7 +107,7 @@ class Run:
         self.updates_per_second = updates_per_second
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
-        self._finished = False                   # the handler has read "done" or "stopped"
+        self._finished = False                   # the handler has read "done"
         self.started = time.perf_counter()
         self.parts = parts                       # (frame, lane) -> parts to draw it in, with a pace
         self.turnstile = Turnstile()             # computing and drawing take turns
@@ -123,12 +121,14 @@ class Run:
         """Stop was pressed (or the handler was closed) before the run's events ended."""
         return self.flag.is_set()
 
+    def should_stop(self) -> bool:
+        """What the worker's loop asks after each forward (engine.generate.until_stopped)."""
+        return self.flag.is_set()
+
     # -- the worker's side ------------------------------------------------------------------
     def frame(self, frame: Frame, lane: int = 0) -> None:
         """Hand one forward's frame over (called inside the generation's paused clock), letting a
         waiting draw run before the next forward."""
-        if self.flag.is_set():
-            raise Stopped
         self.computed[lane] = self.computed.get(lane, 0) + 1
         self._queue.put(Event("frame", frame, lane))
         self.turnstile.hand_over()
@@ -156,8 +156,6 @@ class Run:
             self.turnstile.start_computing()
             try:
                 ending = Event("done", work(self))
-            except Stopped:
-                ending = Event("stopped")
             except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread and raised there
                 ending = Event("error", exc)
             finally:
@@ -171,9 +169,9 @@ class Run:
     # -- the handler's side -----------------------------------------------------------------
     def events(self) -> Iterator[Event]:
         """Every event in order, frames marked `show` at the pace (with a pace and `parts`, a
-        frame comes once per part: part 1 is the first time it is read); ends after "done" or
-        "stopped". The handler's work on each event, up to asking for the next one, is a draw
-        (the turnstile holds the next forward back meanwhile). A worker's exception is raised here."""
+        frame comes once per part: part 1 is the first time it is read); ends after "done". The
+        handler's work on each event, up to asking for the next one, is a draw (the turnstile
+        holds the next forward back meanwhile). A worker's exception is raised here."""
         throttle = Throttle(self.updates_per_second)
         next_show = time.monotonic()
         while True:
@@ -181,7 +179,7 @@ class Run:
             if event.kind == "error":
                 raise event.value
             if event.kind != "frame":
-                self._finished = event.kind in ("done", "stopped")
+                self._finished = event.kind == "done"
                 with self.turnstile.drawing():
                     yield event
                 if self._finished:
@@ -214,8 +212,9 @@ class Run:
         self.board.end(self.key, self)
 
     def close(self) -> list[Event]:
-        """Stop the worker (if still going) and wait for it to leave the model; returns the events
-        it left unread (frames decided before it stopped)."""
+        """Stop the worker (if still going) and wait for it to leave the model; returns the frames
+        and steps it left unread, in order (the last step the cancelled generation, when the worker
+        stopped in time)."""
         if not self._finished:
             self.flag.set()
         self.turnstile.open()                    # nothing the handler holds may keep the worker waiting
@@ -227,7 +226,7 @@ class Run:
                 event = self._queue.get_nowait()
             except queue.Empty:
                 return left
-            if event.kind == "frame":
+            if event.kind in ("frame", "step"):
                 left.append(event)
 
 

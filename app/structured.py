@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.generate import run
 from engine.trace import ConfigError, Frame, GenerationConfig
-from world.agent import Step, prompt_ids_for
+from world.agent import STOPPED, Step, cancelled, prompt_ids_for
 
 from .steps import answer_of
 
@@ -101,14 +101,17 @@ def shown_json(text: str) -> str:
 
 
 def structured_answer(backend: Any, messages: list[dict[str, str]], config: GenerationConfig, *,
-                      on_step: Callable[[Step], None], on_frame: Callable[[Frame], None]) -> tuple[str | None, str]:
+                      on_step: Callable[[Step], None], on_frame: Callable[[Frame], None],
+                      should_stop: Callable[[], bool] | None = None) -> tuple[str | None, str]:
     """One generation under the schema's scaffold (the schema is on `config`); returns what
     `world.agent.act` returns: (the answer or None, why there is none or "")."""
     started = time.perf_counter()
     try:
-        result = run(backend, prompt_ids_for(backend, messages), config, on_frame=on_frame)
+        result = run(backend, prompt_ids_for(backend, messages), config, on_frame=on_frame, should_stop=should_stop)
     except ConfigError as exc:              # the context is full, or the engine cannot scaffold this schema
         return None, str(exc)
     step = Step(result.text, None, None, None, result, time.perf_counter() - started)
     on_step(step)
+    if cancelled(result):
+        return None, STOPPED
     return answer_of(step), ""

@@ -88,13 +88,13 @@ def cache_refusal(backend, cache: str) -> str:
             f"Set cache to none.")
 
 
-def run(
-    backend, prompt_ids: list[int], config: GenerationConfig,
-    on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
-    tools: ToolCalls | None = None,
-) -> Result:
-    """Drive `generate` to the end, calling on_frame(frame) for each frame. When should_stop()
-    turns true after a frame, stop there and return the partial Result (stop_reason "cancelled")."""
+def until_stopped(backend, prompt_ids: list[int], config: GenerationConfig,
+                  should_stop: Callable[[], bool] | None = None,
+                  tools: ToolCalls | None = None) -> Generator[Frame, None, Result]:
+    """`generate`, asking should_stop() after each frame: once it turns true the generation is
+    closed there and its Result is the partial one (stop_reason "cancelled"), built here from the
+    frames decided so far, so no caller rebuilds it. A Stop between frames costs no forward: the
+    question is asked as soon as the consumer comes back for the next frame."""
     started = time.perf_counter()
     frames = generate(backend, prompt_ids, config, tools)
     seen: list[Frame] = []
@@ -104,11 +104,27 @@ def run(
         except StopIteration as done:
             return done.value
         seen.append(frame)
-        if on_frame is not None:
-            on_frame(frame)
+        yield frame
         if should_stop is not None and should_stop():
             frames.close()
             return summarize(backend, seen, time.perf_counter() - started, "cancelled", config.gen_length)
+
+
+def run(
+    backend, prompt_ids: list[int], config: GenerationConfig,
+    on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
+    tools: ToolCalls | None = None,
+) -> Result:
+    """Drive `generate` to the end, calling on_frame(frame) for each frame. When should_stop()
+    turns true after a frame, stop there and return the partial Result (stop_reason "cancelled")."""
+    frames = until_stopped(backend, prompt_ids, config, should_stop, tools)
+    while True:
+        try:
+            frame = next(frames)
+        except StopIteration as done:
+            return done.value
+        if on_frame is not None:
+            on_frame(frame)
 
 
 # --------------------------------------------------------------------------- diffusion

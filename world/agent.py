@@ -43,6 +43,9 @@ from world.tools import FINISH, call_tool
 
 DEFAULT_MAX_STEPS = 8
 VETO = {"error": "repeated_call"}
+# why a loop ended early when should_stop() turned true (a person pressed Stop): the generation in
+# progress ends as a cancelled step, built by the engine (engine.generate.until_stopped)
+STOPPED = "Stopped before the end."
 
 # generate_fn(messages) -> the reply text, or a Result whose .text is it (scripted models, oracles)
 GenerateFn = Callable[[list[dict[str, str]]], "str | Result"]
@@ -129,14 +132,21 @@ def _default_system(backend: Any) -> str | None:
 
 
 def _generate(backend: Any, messages: list[dict[str, str]], config: GenerationConfig,
-              on_frame: Callable[[Frame], None] | None, generate_fn: GenerateFn | None) -> tuple[str, Result | None]:
+              on_frame: Callable[[Frame], None] | None, generate_fn: GenerateFn | None,
+              should_stop: Callable[[], bool] | None = None) -> tuple[str, Result | None]:
     if generate_fn is not None:
         out = generate_fn(messages)
         return (out.text, out) if isinstance(out, Result) else (str(out), None)
     from engine.generate import run  # imported here: the world and the oracle need no torch model
 
-    result = run(backend, prompt_ids_for(backend, messages), config, on_frame=on_frame, tools=TOOL_CALLS)
+    result = run(backend, prompt_ids_for(backend, messages), config, on_frame=on_frame, should_stop=should_stop,
+                 tools=TOOL_CALLS)
     return result.text, result
+
+
+def cancelled(result: Result | None) -> bool:
+    """Whether a generation was cut by Stop (its frames so far, stop_reason "cancelled")."""
+    return result is not None and result.stats.stop_reason == "cancelled"
 
 
 def _assistant_text(raw: str) -> str:
@@ -154,7 +164,7 @@ def _execute(world: World, call: dict[str, Any]) -> Any:
 def act(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
         max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, on_step: Callable[[Step], None] | None = None,
         on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
-        page_tools: PageTools | None = None) -> tuple[str | None, str]:
+        page_tools: PageTools | None = None, should_stop: Callable[[], bool] | None = None) -> tuple[str | None, str]:
     """Let the model call tools on `world` until it calls finish (or, with `text_answers`, replies
     in plain text), at most `max_steps` replies. `messages` (the chat as the model reads it) grows
     in place; each step goes to on_step. Returns (final answer or None, why it ended early or "").
@@ -162,9 +172,11 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
     A reply that does not parse is a step with a typed error; the model reads the error back and
     tries again. With `text_answers` (chat), a reply with no call in it at all is the answer.
     With `page_tools`, calls are parsed against its tools and run through it instead of on `world`.
+    Once should_stop() turns true, the reply in progress ends as a cancelled step and the loop
+    returns (None, STOPPED).
     """
     events = act_steps(backend, world, messages, config, max_steps=max_steps, text_answers=text_answers,
-                       generate_fn=generate_fn, page_tools=page_tools)
+                       generate_fn=generate_fn, page_tools=page_tools, should_stop=should_stop)
     try:
         while True:
             try:
@@ -177,31 +189,39 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
             elif on_frame is not None:
                 on_frame(item)
     finally:
-        events.close()                         # a consumer's exception (Stop) ends the generation too
+        events.close()                         # a consumer's exception ends the generation too
 
 
 def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
               max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, generate_fn: GenerateFn | None = None,
-              page_tools: PageTools | None = None) -> Generator[Frame | Step, None, tuple[str | None, str]]:
+              page_tools: PageTools | None = None,
+              should_stop: Callable[[], bool] | None = None) -> Generator[Frame | Step, None, tuple[str | None, str]]:
     """`act` as a generator: each forward's Frame and each finished Step in order, returning
     (final answer or None, why it ended early or ""). A caller that steps two of these in turn
-    races two models over whole turns in one thread (app/compare.py); closing it stops the
-    generation in progress."""
+    races two models over whole turns in one thread (app/compare.py). Once should_stop() turns
+    true (asked after each frame and before each reply), the reply in progress ends as a cancelled
+    step and the loop returns (None, STOPPED); nothing of a cut reply is parsed or run."""
     seen: set[str] = set()
     for _ in range(max_steps):
+        if should_stop is not None and should_stop():
+            return None, STOPPED
         t0 = time.perf_counter()
         try:
             if generate_fn is not None:
                 out = generate_fn(messages)
                 text, result = (out.text, out) if isinstance(out, Result) else (str(out), None)
             else:
-                from engine.generate import generate  # imported here: the world and the oracle need no torch model
+                from engine.generate import until_stopped  # imported here: the world and the oracle need no torch
 
-                result = yield from generate(backend, prompt_ids_for(backend, messages), config, TOOL_CALLS)
+                result = yield from until_stopped(backend, prompt_ids_for(backend, messages), config, should_stop,
+                                                  TOOL_CALLS)
                 text = result.text
         except ConfigError as full:
             # the transcript outgrew the model's context: out of budget (the grader says step_limit)
             return None, str(full)
+        if cancelled(result):
+            yield Step(text, None, None, None, result, time.perf_counter() - t0)
+            return None, STOPPED
         parsed = parse_call(text, page_tools.tools if page_tools is not None else REGISTRY)
         answer = None
         if isinstance(parsed, ParseError):
@@ -235,13 +255,15 @@ def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config
 def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *, max_steps: int = DEFAULT_MAX_STEPS,
                 system: str | None = "auto", on_step: Callable[[Step], None] | None = None,
                 on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
-                pages: Any = None) -> Transcript:
+                pages: Any = None, should_stop: Callable[[], bool] | None = None) -> Transcript:
     """Run one attempt at a task and grade it.
 
     system: "compact", "full", None, or "auto" (None for world-format models, else "full"); "full"
     lists the tools as the pages registered them when `pages` is given.
     generate_fn: replaces the backend (scripted models, the oracle); backend may then be None.
     pages: run the tool calls through the world's web pages (world.webmcp.venue.PageVenue).
+    should_stop: asked after each forward; once true the episode ends there (transcript.stopped is
+    STOPPED, its last step the cancelled generation) and is graded as it stands.
     """
     if system == "auto":
         system = _default_system(backend)
@@ -265,16 +287,18 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
     if document:  # one plain-text reply, checked
         t0 = time.perf_counter()
         # a document is plain text: no tool-call scaffold
-        text, result = _generate(backend, messages, config.replace(scaffold=False), on_frame, generate_fn)
-        transcript.final_answer = _assistant_text(text)
+        text, result = _generate(backend, messages, config.replace(scaffold=False), on_frame, generate_fn,
+                                 should_stop)
+        transcript.final_answer = None if cancelled(result) else _assistant_text(text)
+        transcript.stopped = STOPPED if cancelled(result) else ""
         record(Step(text, None, None, None, result, time.perf_counter() - t0))
-        messages.append({"role": "assistant", "content": transcript.final_answer})
+        messages.append({"role": "assistant", "content": _assistant_text(text)})
         transcript.seconds = time.perf_counter() - started   # the model's time; grading excluded
-        verdict = grade_document(task, transcript.final_answer)
+        verdict = grade_document(task, transcript.final_answer or "")
     else:
         transcript.final_answer, transcript.stopped = act(
             backend, world, messages, config, max_steps=max_steps, on_step=record, on_frame=on_frame,
-            generate_fn=generate_fn, page_tools=page_tools)
+            generate_fn=generate_fn, page_tools=page_tools, should_stop=should_stop)
         transcript.seconds = time.perf_counter() - started
         verdict = grade(task, world, transcript.final_answer, transcript.steps)
     transcript.messages = messages

@@ -8,11 +8,13 @@ import pytest
 from engine.trace import GenerationConfig
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
-from world.agent import prompt_ids_for, run_episode
+from world.agent import STOPPED, act, cancelled, prompt_ids_for, run_episode
 from world.format import render_chat
+from world.start import world_for
 from world.tasks import make_task
 
 CONFIG = GenerationConfig(gen_length=320, block_size=32, steps=32, sampler="threshold", threshold=0.9)
+SLOW = GenerationConfig(gen_length=64, block_size=8, steps=8, sampler="low_confidence")   # one token per forward
 TASKS = [make_task("shop_out_of_stock", "heldout", 1), make_task("office_unpaid_total", "train", 2),
          make_task("shop_missing_info", "train", 3), make_task("doc_html", "heldout", 4)]
 
@@ -80,3 +82,40 @@ def test_context_overflow_ends_the_episode_as_step_limit():
     tr = run_episode(backend, task, GenerationConfig(gen_length=64, block_size=16), system=None)
     assert tr.success is False and tr.error_type == "step_limit"
     assert "prompt" in tr.stopped and tr.stopped in tr.reason
+
+
+def test_stop_ends_the_reply_in_progress_as_the_engines_cancelled_step_and_runs_no_call():
+    """should_stop is asked after every forward: the generation Stop cut is the engine's partial
+    Result (stop_reason "cancelled"), the loop returns STOPPED, and the half-written call never runs."""
+    task = make_task("shop_add", "heldout", 5)
+    backend = FakeDiffusionBackend(oracle_target([task]))
+    frames: list = []
+    steps: list = []
+    world = world_for(task)
+    before = world.end_state()
+    messages = [{"role": "user", "content": task["instruction"]}]
+    answer, why = act(backend, world, messages, SLOW, on_frame=frames.append, on_step=steps.append,
+                      should_stop=lambda: len(frames) == 3)
+    assert (answer, why) == (None, STOPPED)
+    assert len(steps) == 1 and steps[0].call is None and steps[0].observation is None
+    cut = steps[0].result
+    assert cancelled(cut) and cut.frames == frames and cut.stats.nfe == 3
+    assert world.end_state() == before and messages[-1]["role"] == "user"   # nothing ran, nothing answered
+
+
+def test_stop_between_replies_starts_no_new_generation():
+    task = make_task("shop_add", "heldout", 5)
+    backend = FakeDiffusionBackend(oracle_target([task]))
+    steps: list = []
+    frames: list = []
+    frames_at_stop: list[int] = []
+
+    def should_stop() -> bool:
+        if steps and not frames_at_stop:
+            frames_at_stop.append(len(frames))
+        return bool(steps)
+
+    answer, why = act(backend, world_for(task), [{"role": "user", "content": task["instruction"]}], CONFIG,
+                      on_step=steps.append, on_frame=frames.append, should_stop=should_stop)
+    assert (answer, why) == (None, STOPPED) and len(steps) == 1 and not cancelled(steps[0].result)
+    assert steps[0].call == task["gold_actions"][0] and len(frames) == frames_at_stop[0] > 0
