@@ -29,7 +29,7 @@ from .live import TraceView, markdown_safe
 from .messages import user_error
 from .names import with_names
 from .runs import Exchange, Run, Turn, run_key, save
-from .settings import AGENT_DEFAULTS, config_from_settings
+from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, step_turns, steps_html
 from .widgets import (
@@ -147,7 +147,8 @@ class AgentHandlers:
                 raise user_error("The instruction is empty: pick a benchmark task or type what the agent should do.")
             task = custom_task(instruction.strip())
         try:
-            config = config_from_settings(settings, temperature=0.0, seed=0)
+            read = read_settings(settings, temperature=0.0, seed=0)
+            config = read.config
             limit = int(float(max_steps or DEFAULT_MAX_STEPS))
             if limit < 1:
                 raise ConfigError(f"The step limit must be at least 1, got {max_steps}.")
@@ -157,7 +158,7 @@ class AgentHandlers:
             with self.ctx.registry.using(model) as backend:
                 mask_id = backend.mask_id if backend.kind == "diffusion" else None
                 size = block_size_of(mask_id, config.block_size)
-                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second,
+                with Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second,
                          parts=lambda frame, _lane: part_count(frame, mask_id, config.gen_length, size)) as run:
                     yield from self._episode(run, backend, task, config, model, limit, graded)
         except gr.Error:

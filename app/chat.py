@@ -39,11 +39,11 @@ from .live import TraceView, replay
 from .messages import user_error
 from .names import with_names
 from .runs import Exchange, Run, Turn, run_key, save, title_of
-from .settings import DEFAULTS, config_from_settings
+from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns
 from .structured import INFO as SCHEMA_INFO
-from .structured import load_example, parse_schema, structured_answer
+from .structured import load_example, structured_answer
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
     GENERATE,
@@ -262,11 +262,8 @@ class ChatHandlers:
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
         try:
-            settings = dict(settings)
-            schema = parse_schema(settings.pop("schema", None))
-            config = config_from_settings(settings)
-            if schema is not None:                   # structured output: the engine scaffolds the schema
-                config = config.replace(schema=schema)
+            read = read_settings(settings)
+            config = read.config
             if random_seed or (regenerating and config.temperature > 0):
                 config = config.replace(seed=secrets.randbelow(SEED_RANGE))
         except ConfigError as exc:
@@ -283,9 +280,9 @@ class ChatHandlers:
         system = (system or "").strip()
         user = {"role": "user", "content": message}
         context = ([{"role": "system", "content": system}] if system else []) + context_messages(history + [user])
-        run = Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second)
+        run = Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second)
         with run:
-            turn = ChatTurn(run, config, model, message, history, user, structured=schema is not None,
+            turn = ChatTurn(run, config, model, message, history, user, structured=read.structured,
                             system=system)
             run.parts = lambda frame, _lane: turn.part_count(frame)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)

@@ -33,7 +33,7 @@ from .chat import EMPTY_PANEL, failure
 from .live import TraceView
 from .messages import user_error
 from .runs import Exchange, Run, Turn, save, title_of
-from .settings import DEFAULTS, config_from_settings
+from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import step_turns
 from .widgets import (
@@ -189,7 +189,8 @@ class CompareHandlers:
         if not prompt.strip():
             raise user_error("The prompt is empty: type what both models should answer.")
         try:
-            config = config_from_settings(settings)
+            read = read_settings(settings)
+            config = read.config
         except ConfigError as exc:
             raise user_error(str(exc)) from None
         names = [(diffusion_model or "").strip(), (baseline_model or "").strip()]
@@ -205,7 +206,7 @@ class CompareHandlers:
                 for name in names:
                     encode_prompt(backends[name], messages)      # a prompt its tokenizer cannot read: a sentence
                     racers.append(Racer(name, backends[name], messages, config, prompt))
-                with Run(self.ctx.runs, key, settings.get("pace_ms", 0), self.updates_per_second,
+                with Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second,
                          parts=lambda frame, lane: racers[lane].part_count(frame)) as run:
                     yield from self._race(run, racers, config, prompt)
         except gr.Error:

@@ -1,13 +1,18 @@
 """The generation controls shared by the Chat, Compare and Agent tabs: their defaults and ranges,
-and the one function that turns slider values into a GenerationConfig (or a sentence)."""
+and the one path from the controls' values to typed settings (`read_settings`: a GenerationConfig
+and the playback pace, or a sentence)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from engine.catalog import bundled_decoding
 from engine.sampler_table import REMASK_SCHEDULES, SAMPLERS
 from engine.trace import ConfigError, GenerationConfig, shown_value
+
+from .structured import parse_schema
 
 # (minimum, maximum, step) of each slider; defaults fit the bundled Sprout model on a CPU.
 RANGES = {
@@ -63,33 +68,52 @@ def _real(name: str, value: Any) -> float:
         raise ConfigError(f"{name} must be a number, got {shown_value(value)}.") from None
 
 
-def config_from_controls(gen_length: Any, block_size: Any, steps: Any, sampler: Any, threshold: Any,
-                         temperature: Any, seed: Any) -> GenerationConfig:
-    """The GenerationConfig the controls describe; ConfigError (a sentence) when they cannot work."""
-    return GenerationConfig(
-        gen_length=_whole("Generation length", gen_length), block_size=_whole("Block size", block_size),
-        steps=_whole("Steps per block", steps), sampler=str(sampler or ""),
-        threshold=_real("Threshold", threshold), temperature=_real("Temperature", temperature),
-        seed=_whole("Seed", 0 if seed in (None, "") else seed),
-    )
+@dataclass(frozen=True)
+class RunSettings:
+    """A tab's controls, read once and typed: the generation config (with the JSON schema of a
+    structured answer on it, when the Chat's schema box holds one) and the playback pace, which
+    belongs to the display and never reaches the model."""
+
+    config: GenerationConfig
+    pace_ms: float = 0.0
+
+    @property
+    def structured(self) -> bool:
+        return self.config.schema is not None
 
 
-def config_from_settings(settings: Any, **fixed: Any) -> GenerationConfig:
-    """The GenerationConfig of a named mapping of control values (missing ones take the config's
-    defaults; `fixed` overrides); ConfigError (a sentence) when they cannot work."""
-    values = {**{k: v for k, v in dict(settings or {}).items() if v is not None}, **fixed}
+def read_settings(values: Mapping[str, Any] | None, **fixed: Any) -> RunSettings:
+    """The RunSettings of the controls' values by name (missing ones take the config's defaults;
+    `fixed` overrides); ConfigError (a sentence) when they cannot work. Every name is a field of
+    GenerationConfig, or `pace_ms`, or `schema` (the schema box's text): any other is a bug."""
+    values = dict(values or {})
+    pace = values.pop("pace_ms", None)
+    schema = parse_schema(values.pop("schema", None))
+    config = _config(values, **fixed)
+    if schema is not None:                     # structured output: the engine scaffolds the schema
+        config = config.replace(schema=schema)
+    pace_ms = 0.0 if pace in (None, "") else _real("Playback pace", pace)
+    if not pace_ms >= 0:                       # also refuses nan
+        raise ConfigError(f"The playback pace must be 0 ms or more, got {shown_value(pace)}.")
+    return RunSettings(config, pace_ms)
+
+
+_LABELS = {"gen_length": "Generation length", "block_size": "Block size", "steps": "Steps per block",
+           "top_k": "Top-k", "seed": "Seed"}
+
+
+def _config(settings: Mapping[str, Any], **fixed: Any) -> GenerationConfig:
+    values = {**{k: v for k, v in settings.items() if v is not None}, **fixed}
     base = GenerationConfig()
-    labels = {"gen_length": "Generation length", "block_size": "Block size", "steps": "Steps per block",
-              "top_k": "Top-k", "seed": "Seed"}
     out: dict[str, Any] = {}
     for name, value in values.items():
-        if not hasattr(base, name):
-            continue
+        if not hasattr(base, name) or name == "schema":
+            raise KeyError(f"'{name}' is not a generation setting")
         default = getattr(base, name)
         if isinstance(default, bool):
             out[name] = bool(value)
         elif isinstance(default, int):
-            out[name] = _whole(labels.get(name, name), default if value == "" else value)
+            out[name] = _whole(_LABELS.get(name, name), default if value == "" else value)
         elif isinstance(default, float):
             out[name] = _real(name.replace("_", " ").capitalize(), value)
         else:

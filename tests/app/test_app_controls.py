@@ -24,7 +24,7 @@ from app.controls import (
 from app.settings import DEFAULTS, PACE_MS, RANGES
 from engine.metrics import LABELS
 from engine.samplers import SAMPLERS
-from engine.trace import CACHE_MODES, GenerationConfig
+from engine.trace import CACHE_MODES, ConfigError, GenerationConfig
 from sessions import SessionStore
 
 
@@ -112,3 +112,19 @@ def test_watch_it_edit_turns_remasking_on_and_is_explained(tmp_path):
     text = how_it_works()
     assert WATCH_IT_EDIT in text and "**joint_threshold**" in text and "ReMDM" in text
     assert "built-in preset" in save_preset(Ctx(SessionStore(tmp_path / "s.db")), WATCH_IT_EDIT, DEFAULTS)
+
+
+def test_the_controls_become_typed_settings_in_one_place():
+    from app.settings import read_settings
+
+    read = read_settings({"gen_length": "32", "pace_ms": 250, "schema": '{"type": "object"}', "cache": "none"})
+    assert read.config.gen_length == 32 and read.pace_ms == 250.0 and read.structured
+    assert read.config.schema == {"type": "object"}
+    plain = read_settings({"gen_length": 16, "pace_ms": None, "schema": "  "})
+    assert plain.pace_ms == 0.0 and not plain.structured and plain.config.schema is None
+    assert read_settings({"seed": 5}, seed=0, temperature=0.0).config.seed == 0      # fixed values win
+    for pace in ("fast", float("nan"), -10):
+        with pytest.raises(ConfigError, match="pace"):
+            read_settings({"pace_ms": pace})
+    with pytest.raises(KeyError, match="not a generation setting"):
+        read_settings({"pace": 120})          # a control no setting reads is a bug, not a quiet default
