@@ -16,6 +16,7 @@ import gradio as gr
 
 from engine.metrics import combined, summary_line
 from engine.trace import ConfigError, GenerationConfig, block_size_of
+from sessions import TurnRecord
 from visualizer.parts import part_count
 from world.agent import DEFAULT_MAX_STEPS, STOPPED, Step, run_episode
 from world.start import world_for
@@ -28,7 +29,7 @@ from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import user_error
 from .names import with_names
-from .runs import Exchange, Run, Turn, run_key, save
+from .runs import Exchange, Run, run_key, save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, step_turns, steps_html
@@ -274,7 +275,7 @@ class AgentHandlers:
             meta.update(success=transcript.success, error_type=transcript.error_type, reason=transcript.reason,
                         seconds=transcript.seconds, nfe=transcript.nfe)
         exchange = Exchange("agent", f"{task['id']}: {task['instruction']}"[:100], model, meta=meta,
-                            turns=[Turn("user", task["instruction"]), *step_turns(steps, config, model)])
+                            turns=[TurnRecord("user", task["instruction"]), *step_turns(steps, config, model)])
         return save(self.ctx, exchange, "This agent run")
 
 

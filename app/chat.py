@@ -27,7 +27,7 @@ import gradio as gr
 
 from engine.backends.base import BackendError
 from engine.trace import ConfigError
-from sessions import StoreError
+from sessions import StoreError, TurnRecord
 from world.agent import STOPPED, act
 from world.state import World
 from world.tools import FINISH, call_tool
@@ -38,7 +38,7 @@ from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
 from .names import with_names
-from .runs import Exchange, Run, Turn, run_key, save, title_of
+from .runs import Exchange, Run, run_key, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns
@@ -424,7 +424,7 @@ class ChatHandlers:
               ) -> int | None:
         meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD}
         exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
-                            turns=[Turn("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
+                            turns=[TurnRecord("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
         return save(self.ctx, exchange)
 
 

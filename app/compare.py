@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from engine.metrics import LABELS, Ends, combined, formatted, numbers, scope_label
 from engine.trace import ConfigError, Frame, GenerationConfig, block_size_of
+from sessions import TurnRecord
 from visualizer import turn_race_plot
 from visualizer.parts import part_count
 from world.agent import Step, act_steps
@@ -32,7 +33,7 @@ from .cards import card_for
 from .chat import EMPTY_PANEL, failure
 from .live import TraceView
 from .messages import user_error
-from .runs import Exchange, Run, Turn, save, title_of
+from .runs import Exchange, Run, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import step_turns
@@ -309,7 +310,7 @@ class CompareHandlers:
             meta={"diffusion": names[0], "baseline": names[1], "config": config.to_dict(),
                   "schedule": "interleaved: one forward each in turn, one thread, per-model clocks",
                   "answers": {r.name: r.answer for r in racers}},
-            turns=[Turn("user", prompt)] + [t for r in racers for t in step_turns(r.steps, config, r.name)])
+            turns=[TurnRecord("user", prompt)] + [t for r in racers for t in step_turns(r.steps, config, r.name)])
         return save(self.ctx, exchange, "This comparison")
 
 

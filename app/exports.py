@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.trace import GenerationConfig, Result
+from sessions import TurnRecord
 from sessions.export_schema import ConversationImportError, read_export
 from visualizer import extract_code, latex_document, sandboxed_preview, standalone_replay_html
 
@@ -99,8 +100,8 @@ def import_conversation(store: Any, path: str | Path) -> int:
                 f"The trace of turn {number} cannot be read; nothing was imported.") from None
         calls = [{k: c[k] for k in ("step", "name", "arguments", "observation", "error_type") if k in c}
                  for c in turn.get("tool_calls") or []]
-        turns.append({"role": turn["role"], "content": turn["content"], "generation": generation,
-                      "config": turn.get("config"), "model": turn.get("model"), "tool_calls": calls})
+        turns.append(TurnRecord(turn["role"], turn["content"], generation, turn.get("config"), turn.get("model"),
+                                calls))
     meta = dict(data.get("meta") or {})
     meta["imported_from"] = {"id": data.get("id"), "created_at": data.get("created_at")}
     return store.save_exchange(None, turns, kind=str(data["kind"]), title=str(data.get("title") or "imported"),

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.trace import Frame, GenerationConfig, Result
-from sessions import StoreError
+from engine.trace import Frame
+from sessions import StoreError, TurnRecord
 
 from .messages import warn
 from .throttle import Throttle
@@ -232,18 +232,6 @@ class Run:
 
 # -- saving -----------------------------------------------------------------------------------
 @dataclass
-class Turn:
-    """One stored turn: who said it, the text, and its generation and tool calls if any."""
-
-    role: str
-    content: str
-    generation: Result | None = None
-    config: GenerationConfig | None = None
-    model: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-
-
-@dataclass
 class Exchange:
     """What one run adds to the store: a new conversation (conversation_id None: kind, title,
     model and meta say what it is) or turns appended to an existing one."""
@@ -251,7 +239,7 @@ class Exchange:
     kind: str
     title: str
     model: str
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     conversation_id: int | None = None
 

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from engine.json_limits import JsonLimitError, read_stored
 from engine.trace import GenerationConfig
+from sessions import TurnRecord
 from visualizer import extract_code
 from visualizer.marks import WARNING, flag_html
 from world.agent import Step
@@ -30,7 +31,6 @@ from world.provenance import label as unseen_label
 from world.tools import FINISH
 
 from .live import markdown_safe
-from .runs import Turn
 
 SHOWN_CHARS = 600                             # long tool responses are cut in tables and cards
 CODE_KINDS = {"tex": "a LaTeX document", "html": "an HTML page"}
@@ -206,7 +206,7 @@ def chat_messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- storing ----------------------------------------------------------------------------------
-def step_turns(steps: list[Step], config: GenerationConfig, model: str) -> list[Turn]:
+def step_turns(steps: list[Step], config: GenerationConfig, model: str) -> list[TurnRecord]:
     """Each step as an assistant turn (with its generation and parsed call) and, when the model
     read something back, a tool turn."""
     turns = []
@@ -216,10 +216,10 @@ def step_turns(steps: list[Step], config: GenerationConfig, model: str) -> list[
             calls = [{"step": i, "name": step.call["name"] if step.call else "(unparsed)",
                       "arguments": step.call["arguments"] if step.call else step.raw_text,
                       "observation": step.observation, "error_type": (step.error or {}).get("kind")}]
-        turns.append(Turn("assistant", step.raw_text, generation=step.result, config=config, model=model,
+        turns.append(TurnRecord("assistant", step.raw_text, generation=step.result, config=config, model=model,
                           tool_calls=calls))
         if step.observation is not None:
-            turns.append(Turn("tool", render_response(step.observation)))
+            turns.append(TurnRecord("tool", render_response(step.observation)))
     return turns
 
 

@@ -1,7 +1,8 @@
 """The local session store (sqlite-utils): conversations, turns, generations, frames, tool calls."""
 
 from .paths import DB_PATH_ENV, default_db_path
+from .records import TurnRecord
 from .store import KINDS, ConversationNotFound, SessionStore, StoreError, fts_literal_query
 
 __all__ = ["DB_PATH_ENV", "KINDS", "ConversationNotFound", "SessionStore", "StoreError", "default_db_path",
-           "fts_literal_query"]
+           "TurnRecord", "fts_literal_query"]

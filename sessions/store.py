@@ -28,6 +28,7 @@ from engine.trace import GenerationConfig, Result
 
 from .codec import FrameCodecError, encode_frames
 from .migrations import MIGRATIONS
+from .records import TurnRecord
 from .rows import config_from_json, generation_row, result_from_row, to_json, tool_call_row
 
 KINDS = ("chat", "compare", "agent", "api")
@@ -206,7 +207,7 @@ class SessionStore:
     def save_exchange(
         self,
         conversation_id: int | None,
-        turns: Sequence[Any],
+        turns: Sequence[TurnRecord],
         kind: str = "chat",
         title: str = "",
         model: str | None = None,
@@ -215,13 +216,14 @@ class SessionStore:
         """Store one exchange -- the question, any tool steps, the answer -- in one transaction,
         so a crash leaves all of it or none of it; returns the conversation id.
 
-        Each turn has add_turn's fields (role, content, and optionally generation, config, model,
-        tool_calls) as attributes or mapping keys. With conversation_id None the conversation
+        Each turn is a TurnRecord (sessions/records.py: add_turn's fields). With conversation_id None the conversation
         (kind, title, model, meta) is created in the same transaction: a run that never got to
         save leaves no empty conversation behind."""
         if conversation_id is None and kind not in KINDS:
             raise ValueError(f"Unknown conversation kind {kind!r}; use one of {', '.join(KINDS)}.")
-        encoded = [_encode_turn(*(_field(t, name) for name in _TURN_FIELDS)) for t in turns]
+        if not all(isinstance(t, TurnRecord) for t in turns):
+            raise TypeError("save_exchange stores TurnRecord turns (sessions/records.py).")
+        encoded = [_encode_turn(t.role, t.content, t.generation, t.config, t.model, t.tool_calls) for t in turns]
         meta_json = to_json(dict(meta or {}))
         now = _now()
         with self._errors("saving an exchange"), self._write() as db:
@@ -411,13 +413,6 @@ class SessionStore:
 
 
 PRESET_NAME_CHARS = 60
-_TURN_FIELDS = ("role", "content", "generation", "config", "model", "tool_calls")
-
-
-def _field(turn: Any, name: str) -> Any:
-    if isinstance(turn, Mapping):
-        return turn.get(name)
-    return getattr(turn, name, None)
 
 
 def _encode_turn(role: Any, content: Any, generation: Result | None, config: Any, model: str | None,

@@ -23,7 +23,7 @@ from engine import catalog
 from engine.backends.base import BackendError
 from engine.generate import run
 from engine.trace import ConfigError, Frame
-from sessions import StoreError
+from sessions import StoreError, TurnRecord
 from world.agent import Step, prompt_ids_for
 from world.format import TOOL_CALLS
 
@@ -164,9 +164,8 @@ class ChatService:
             self.save(request, step_turns(acted.steps, request.config, request.model), {"world": acted.spec})
             return acted.reply
         calls = split_tool_calls(result.text)[1] if request.parse_tools else []
-        self.save(request, [{"role": "assistant", "content": result.text, "generation": result,
-                             "config": request.config, "model": request.model,
-                             "tool_calls": [{"step": i, **c} for i, c in enumerate(calls)]}])
+        self.save(request, [TurnRecord("assistant", result.text, result, request.config, request.model,
+                                       [{"step": i, **c} for i, c in enumerate(calls)])])
         return reply(result, request, len(prompt), speaks_world(backend))
 
     def start(self, lease: Lease, request: ChatRequest, emit: Callable[[tuple], None]) -> threading.Event:
@@ -190,7 +189,7 @@ class ChatService:
         return stop
 
     # -- the session -----------------------------------------------------------------------------
-    def save(self, request: ChatRequest, answer: list[Any], meta: dict[str, Any] | None = None) -> None:
+    def save(self, request: ChatRequest, answer: list[TurnRecord], meta: dict[str, Any] | None = None) -> None:
         """Keep the call: the client's messages, then the answer's turns (one generation, or every
         step of a model acting in its world), in one transaction."""
         store = self.ctx.store
@@ -198,7 +197,7 @@ class ChatService:
             return
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         title = " ".join((users[-1] if users else "API call").split())[:80] or "API call"
-        turns = [{"role": m["role"], "content": m["content"]} for m in request.messages] + answer
+        turns = [TurnRecord(m["role"], m["content"]) for m in request.messages] + answer
         try:
             store.save_exchange(None, turns, kind="api", title=title, model=request.model,
                                 meta={"stream": request.stream, "diffusing": request.diffusing,

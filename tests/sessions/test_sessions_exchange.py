@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.trace import Frame, GenerationConfig, Result, Stats
-from sessions import ConversationNotFound, SessionStore
+from sessions import ConversationNotFound, SessionStore, TurnRecord
 
 CONFIG = GenerationConfig(gen_length=4, block_size=4, steps=4)
 KILLS = 24
@@ -42,6 +42,10 @@ def exchange(n: int) -> list[dict]:
             {"role": "tool", "content": f"hits {n}"},
             {"role": "assistant", "content": f"answer {n}", "generation": answer(f"answer {n}"), "config": CONFIG,
              "model": "fake"}]
+
+
+def records(n: int) -> list[TurnRecord]:
+    return [TurnRecord(**turn) for turn in exchange(n)]
 
 
 def unanswered(path: Path) -> tuple[list[tuple[int, str]], int, str]:
@@ -85,7 +89,8 @@ def writer(path: str, split: bool, seed: int) -> None:
                 if i == 0:
                     time.sleep(0.02)    # the model answering
         else:
-            cid = store.save_exchange(None if cid is None or rng.random() < 0.5 else cid, turns, kind="agent",
+            cid = store.save_exchange(None if cid is None or rng.random() < 0.5 else cid,
+                                      [TurnRecord(**turn) for turn in turns], kind="agent",
                                       title=f"chat {n}", model="fake")
 
 
@@ -108,22 +113,28 @@ def store(tmp_path):
 
 
 def test_save_exchange_creates_the_conversation_with_its_turns(store):
-    cid = store.save_exchange(None, exchange(1), kind="agent", title="q1", model="fake", meta={"task": "t"})
+    cid = store.save_exchange(None, records(1), kind="agent", title="q1", model="fake", meta={"task": "t"})
     conversation = store.get_conversation(cid)
     assert (conversation["kind"], conversation["title"], conversation["meta"]) == ("agent", "q1", {"task": "t"})
     assert [t["role"] for t in conversation["turns"]] == ["user", "assistant", "tool", "assistant"]
     assert conversation["turns"][1]["tool_calls"][0]["arguments"] == {"q": "item 1"}
     assert conversation["turns"][3]["generation"].text == "answer 1"
-    assert store.save_exchange(cid, exchange(2)) == cid
+    assert store.save_exchange(cid, records(2)) == cid
     assert len(store.get_conversation(cid)["turns"]) == 8
 
 
-def test_turns_may_be_objects_with_fields(store):
+def test_the_store_reads_its_own_records_only(store):
+    """The store defines what it stores (sessions/records.py): a mapping or another class's object
+    is refused before anything is written, not read field by field as whatever it happens to hold."""
     class Turn:
         def __init__(self, role, content):
             self.role, self.content = role, content
 
-    cid = store.save_exchange(None, [Turn("user", "q"), Turn("assistant", "a")], title="objects")
+    for stranger in ({"role": "user", "content": "q"}, Turn("user", "q")):
+        with pytest.raises(TypeError, match="TurnRecord"):
+            store.save_exchange(None, [TurnRecord("user", "q"), stranger], title="strangers")
+    assert store.list_conversations() == []
+    cid = store.save_exchange(None, [TurnRecord("user", "q"), TurnRecord("assistant", "a")], title="records")
     assert [t["content"] for t in store.get_conversation(cid)["turns"]] == ["q", "a"]
 
 
@@ -140,19 +151,19 @@ def test_a_failure_half_way_writes_nothing_not_even_the_conversation(store, step
 
     monkeypatch.setattr(SessionStore, step, fail_on_second)
     with pytest.raises(Exception, match="I/O"):
-        store.save_exchange(None, exchange(1) + exchange(2), title="half")
+        store.save_exchange(None, records(1) + records(2), title="half")
     assert store.list_conversations() == []
 
 
 def test_a_bad_turn_writes_nothing(store):
     with pytest.raises(ValueError, match="role"):
-        store.save_exchange(None, [{"role": "user", "content": "q"}, {"role": "", "content": "a"}], title="bad")
+        store.save_exchange(None, [TurnRecord("user", "q"), TurnRecord("", "a")], title="bad")
     assert store.list_conversations() == []
 
 
 def test_appending_to_a_deleted_conversation_is_a_sentence(store):
     with pytest.raises(ConversationNotFound, match="no conversation 42"):
-        store.save_exchange(42, exchange(1))
+        store.save_exchange(42, records(1))
 
 
 def test_sigkill_while_saving_exchanges_leaves_whole_exchanges(tmp_path):
