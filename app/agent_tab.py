@@ -25,6 +25,8 @@ from world.tools import FINISH, call_tool
 
 from .cards import card_for
 from .chat import EMPTY_PANEL, failure, file_list
+from .controls import generation_controls
+from .conversation_world import DEFAULT_WORLD
 from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import user_error
@@ -39,13 +41,11 @@ from .widgets import (
     QUIET,
     card_examples,
     card_update,
-    generation_controls,
     model_picker,
     stopper,
     with_settings,
 )
 from .world_page import WAITING_HTML
-from .worlds import DEFAULT_WORLD
 
 AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status", "world_page")
 CUSTOM = ""                                   # the task choice that means "use the typed instruction"

@@ -6,9 +6,9 @@ A turn is the agent loop (`world.agent.act`) with plain text allowed as the answ
 model writes a tool call, the app runs it on the conversation's world and the model goes on,
 until it answers in text or calls `finish`. The turn streams through the one run path
 (app/runs.py) and is stored in one exchange. A new chat's world is the held-out background
-world with every style stocked (app/worlds.py DEFAULT_WORLD), made when the page opens and
+world with every style stocked (app/conversation_world.py DEFAULT_WORLD), made when the page opens and
 shown beside the panel as its web pages (app/world_page.py), which follow each tool call; the
-examples name what it holds (worlds.world_examples). It is stored with the conversation (its
+examples name what it holds (conversation_world.world_examples). It is stored with the conversation (its
 spec in the meta, every executed call in the turns) and persists across turns. A first message
 that is a held-out task's instruction, sent while that world is untouched, opens the task's world
 instead (as the API does for a request with no world), and the page shows that one.
@@ -34,6 +34,15 @@ from world.tools import FINISH, call_tool
 
 from .cards import card_for, system_prompt_warning
 from .chat_turn import EMPTY_PANEL, ChatTurn
+from .controls import generation_controls
+from .conversation_world import (
+    DEFAULT_WORLD,
+    MAX_TOOL_STEPS,
+    model_context,
+    world_examples,
+    world_from_spec,
+    world_spec_for,
+)
 from .exports import export_answer
 from .live import TraceView, replay
 from .messages import user_error
@@ -52,13 +61,11 @@ from .widgets import (
     card_examples,
     card_update,
     focus_js,
-    generation_controls,
     model_picker,
     stopper,
     with_settings,
 )
 from .world_page import WAITING_HTML
-from .worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, model_context, world_examples, world_from_spec, world_spec_for
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row", "world_page")

@@ -14,11 +14,11 @@ from world.agent import Step
 from world.format import EOS, render_call
 from world.tools import FINISH
 
+from .conversation_world import no_answer_note
 from .live import TraceView, markdown_safe
 from .runs import Run
 from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
 from .structured import shown_json
-from .worlds import no_answer_note
 
 CUT_CALL_NOTE = "(Stop came while a tool call was being written: it was cut off there and not run.)"
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'

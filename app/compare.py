@@ -31,6 +31,8 @@ from world.agent import Step, act_steps
 
 from .cards import card_for
 from .chat import EMPTY_PANEL, failure
+from .controls import generation_controls
+from .conversation_world import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 from .live import TraceView
 from .messages import user_error
 from .runs import Exchange, Run, save, title_of
@@ -42,12 +44,10 @@ from .widgets import (
     QUIET,
     card_examples,
     card_update,
-    generation_controls,
     model_picker,
     stopper,
     with_settings,
 )
-from .worlds import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 
 COMPARE_OUTPUTS = ("panel_diffusion", "panel_baseline", "table", "race", "status")
 SCAFFOLD_INFO = ("Both answers are one tool call whose fixed text (tags, keys, quotes, braces) is known in advance: "

@@ -23,9 +23,9 @@ from engine.backends.base import BackendError
 from sessions import SessionStore, StoreError
 from world.webapps.sessions import WorldSessions
 
+from .conversation_world import DEFAULT_WORLD, world_from_spec
 from .runs import RunBoard
 from .world_page import WorldPages
-from .worlds import DEFAULT_WORLD, world_from_spec
 
 DEFAULT_MODEL, DEFAULT_BASELINE = "sprout-bd", "sprout-ar"
 BUSY_TIMEOUT_S = 60.0

@@ -1,7 +1,7 @@
 """The shop and the office web apps (world/webapps/) on the playground's own server, at /apps/.
 
 Their worlds are kept per session id (world.webapps.sessions); a page opened by hand gets a
-session on the Chat's world (app/worlds.py DEFAULT_WORLD: every style stocked). A call that changes
+session on the Chat's world (app/conversation_world.py DEFAULT_WORLD: every style stocked). A call that changes
 a world passes the rule every state-changing endpoint here applies (app/cross_site.py).
 """
 
@@ -14,7 +14,7 @@ from world.webapps.server import routes
 from world.webapps.sessions import WorldSessions
 
 from . import cross_site
-from .worlds import DEFAULT_WORLD, world_from_spec
+from .conversation_world import DEFAULT_WORLD, world_from_spec
 
 
 def mount(app: Any, allowed_origins: Iterable[str] = (), api_key: str | None = None,

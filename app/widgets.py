@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from .cards import Card, card_for, card_markdown
 from .runs import run_key
-from .settings import RANGES, SAMPLER_CHOICES
 
 GENERATE = {"concurrency_id": "generate", "concurrency_limit": 1, "show_progress": "hidden"}
 QUIET = {"show_progress": "hidden"}
@@ -29,40 +28,6 @@ PLOT_MIN_WIDTH = 380
 def model_picker(choices: list[tuple[str, str]], value: str, label: str, elem_id: str) -> gr.Dropdown:
     return gr.Dropdown(choices=choices, value=value, label=label, allow_custom_value=True, elem_id=elem_id,
                        info="A preset, a folder under models/, or a path.", min_width=PICKER_MIN_WIDTH)
-
-
-def _slider(name: str, label: str, value: Any, **kw: Any) -> gr.Slider:
-    low, high, step = RANGES[name]
-    return gr.Slider(low, high, value=value, step=step, label=label, **kw)
-
-
-def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling: bool = True, ctx: Any = None
-                        ) -> dict[str, gr.Component]:
-    """name -> component for gen_length, block_size, steps, sampler, threshold (+ temperature, seed
-    when with_sampling); elem_ids are `{prefix}-gen-length` and so on."""
-    try:                                 # the fuller set (every sampler's parameter, top-p/k) when present
-        from .controls import generation_controls as fuller
-    except ImportError:
-        fuller = None
-    if fuller is not None:
-        return dict(fuller(prefix, defaults, with_sampling=with_sampling, ctx=ctx))
-    controls: dict[str, gr.Component] = {}
-    with gr.Row():
-        controls["gen_length"] = _slider("gen_length", "Generation length (tokens)", defaults["gen_length"],
-                                         elem_id=f"{prefix}-gen-length")
-        controls["block_size"] = _slider("block_size", "Block size", defaults["block_size"],
-                                         elem_id=f"{prefix}-block-size")
-        controls["steps"] = _slider("steps", "Steps per block", defaults["steps"], elem_id=f"{prefix}-steps")
-    with gr.Row():
-        controls["sampler"] = gr.Dropdown(SAMPLER_CHOICES, value=defaults["sampler"], label="Sampler",
-                                          elem_id=f"{prefix}-sampler")
-        controls["threshold"] = _slider("threshold", "Threshold (threshold samplers)", defaults["threshold"],
-                                        elem_id=f"{prefix}-threshold")
-        if with_sampling:
-            controls["temperature"] = _slider("temperature", "Temperature (0 = greedy)", defaults["temperature"],
-                                              elem_id=f"{prefix}-temperature")
-            controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", elem_id=f"{prefix}-seed")
-    return controls
 
 
 def with_settings(fn: Callable[..., Any], tab: str, names: list[str]) -> Callable[..., Any]:

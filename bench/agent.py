@@ -46,11 +46,11 @@ from bench.conversations import CONVERSATION_SETS, conversation_report, position
 from bench.episodes import (
     DEFAULT_CONFIG,
     episode_record,
+    episode_summary,
     forget_prompts,
     interleaved,
     median_ratio,
     milliseconds,
-    summarize,
     write_lines,
 )
 from bench.report import load_model, print_report, progress_bar
@@ -96,7 +96,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
                            system=system, pages=pages)
 
     episodes = interleaved(tasks, attempts, names, one_episode, on_episode, progress)
-    models = {name: {**summarize(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
+    models = {name: {**episode_summary(episodes[name]), "scaffold": runs[name][1].scaffold} for name in names}
     plain = list(backends)
     report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},

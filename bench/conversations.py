@@ -27,11 +27,11 @@ from typing import Any
 from bench.episodes import (
     DEFAULT_CONFIG,
     episode_record,
+    episode_summary,
     forget_prompts,
     interleaved,
     median_ratio,
     pass_hat_k,
-    summarize,
     write_lines,
 )
 from bench.report import load_model, progress_bar
@@ -57,7 +57,7 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
                                on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None
                                ) -> dict[str, Any]:
     """Every conversation `attempts` times on every backend, interleaved as run_agent_benchmark
-    interleaves tasks; the per-request numbers are summarize()'s, plus the conversations', plus
+    interleaves tasks; the per-request numbers are episode_summary()'s, plus the conversations', plus
     the cost of the history by position (by_position)."""
     if not backends:
         raise ValueError("Give at least one backend to benchmark.")
@@ -83,7 +83,7 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
         for conversation_id, ran in runs[name]:
             per_conversation.setdefault(conversation_id, []).append(ran.success)
         whole = sum(ran.success for _, ran in runs[name])
-        models[name] = {**summarize(requests), "scaffold": False, "conversations": len(runs[name]),
+        models[name] = {**episode_summary(requests), "scaffold": False, "conversations": len(runs[name]),
                         "conversation_successes": whole, "conversation_success_rate": whole / len(runs[name]),
                         "conversation_pass_hat_3": pass_hat_k([(sum(v), len(v)) for v in per_conversation.values()]),
                         "median_conversation_s": statistics.median(ran.seconds for _, ran in runs[name])}

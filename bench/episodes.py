@@ -31,7 +31,7 @@ def pass_hat_k(counts: list[tuple[int, int]], k: int = PASS_K) -> float | None:
     return sum(comb(c, k) / comb(n, k) for c, n in counts) / len(counts)
 
 
-def summarize(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
+def episode_summary(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
     """One model's numbers from its (task_id, transcript) list."""
     per_task: dict[str, list[bool]] = {}
     for task_id, t in episodes:

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from world import entities as E
+from world import entities
 from world.format import TOOL_CALLS, ParseError, parse_call, render_call, render_response
 
 NOISE = ["{", "}", '"', "'", ",", ":", "[", "]", "<tool_call>", "</tool_call>", "\\", "\n", "  ", "ü", "€", "日本",
@@ -29,15 +29,15 @@ NOISE = ["{", "}", '"', "'", ",", ":", "[", "]", "<tool_call>", "</tool_call>", 
 
 def fuzzed_chat(rng: random.Random) -> list[dict[str, str]]:
     """One random chat ending in a user turn or a tool response."""
-    vocabulary = [*E.COLORS, *E.SIZES, "dress", "jacket", "hoodie", "Cleo Abbott", "P3K7", "C455", "ECO3", "923",
-                  "12.50", "invoice", "paid", "unpaid", *NOISE]
+    vocabulary = [*entities.COLORS, *entities.SIZES, "dress", "jacket", "hoodie", "Cleo Abbott", "P3K7", "C455", "ECO3",
+                  "923", "12.50", "invoice", "paid", "unpaid", *NOISE]
     words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 15))]
     messages = [{"role": "user", "content": rng.choice(["", " "]).join(words)}]
     if rng.random() < 0.4:
         call = render_call(rng.choice(["view_cart", "search_products"]),
                            {} if rng.random() < 0.5 else {"query": rng.choice(vocabulary)})
         observation = rng.choice([{"error": rng.choice(vocabulary)}, {"items": words[:3], "total": rng.randint(0, 999)},
-                                  [{"color": rng.choice(E.COLORS), "id": rng.choice(vocabulary)}]])
+                                  [{"color": rng.choice(entities.COLORS), "id": rng.choice(vocabulary)}]])
         messages += [{"role": "assistant", "content": call}, {"role": "tool", "content": render_response(observation)}]
     return messages
 

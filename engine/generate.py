@@ -24,6 +24,7 @@ import torch
 from engine.backends.base import BackendError
 from engine.blocks import block_slices
 from engine.dream import dream_round, follows_dream
+from engine.errors import ContextFull
 from engine.metrics import ModelClock
 from engine.remask import remask_choice
 from engine.result import summarize
@@ -49,12 +50,12 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig,
         raise ConfigError("The prompt is empty: give the model at least one token to answer.")
     limit = backend.max_length - config.gen_length
     if limit < 1:
-        raise ConfigError(
+        raise ContextFull(
             f"Generation length {config.gen_length} leaves no room for a prompt in the "
             f"{backend.max_length}-token context of {backend.name}: choose a length below {backend.max_length}."
         )
     if len(prompt) > limit:
-        raise ConfigError(
+        raise ContextFull(
             f"The prompt is {len(prompt)} tokens long, but {backend.name} fits at most {limit} prompt tokens "
             f"when generating {config.gen_length} ({backend.max_length} in all): shorten the prompt "
             f"or the generation length."

@@ -29,3 +29,10 @@ def test_the_change_table_answers_ten_changes():
 
 def test_a_missing_path_is_caught():
     assert named_paths("see `engine/nope.py` and `python -m x` and `kernels/`") == {"engine/nope.py", "kernels/"}
+
+
+def test_the_sampler_table_lists_every_sampler():
+    from engine.sampler_table import SAMPLERS
+
+    rows = set(re.findall(r"^\| `(\w+)` \|", DOC, flags=re.M))
+    assert set(SAMPLERS) - rows == set()

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from world import entities as E
+from world import entities
 from world.oracle import Call
 from world.start import world_for
 from world.tools import call_tool
@@ -59,7 +59,7 @@ def detour(task: dict[str, Any], steps: list[tuple[Call, Any]],
     world = world_for(task)
 
     def allowed(pid: str) -> bool:   # no real product, and no value of the other split
-        return pid not in world.products and E.split_of("product", pid) == task["split"]
+        return pid not in world.products and entities.split_of("product", pid) == task["split"]
 
     others = sorted({row["id"] for row in search if row["id"] != right})
     rng.shuffle(others)

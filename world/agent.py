@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from engine.trace import ConfigError, Frame, GenerationConfig, Result
+from engine.errors import ContextFull
+from engine.trace import Frame, GenerationConfig, Result
 from world.conversations import turn_task
 from world.format import (
     EOS,
@@ -216,8 +217,9 @@ def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config
                 result = yield from until_stopped(backend, prompt_ids_for(backend, messages), config, should_stop,
                                                   TOOL_CALLS)
                 text = result.text
-        except ConfigError as full:
-            # the transcript outgrew the model's context: out of budget (the grader says step_limit)
+        except ContextFull as full:
+            # the transcript outgrew the model's context: out of budget (the grader says step_limit);
+            # any other ConfigError is a setting that cannot work, and goes to the caller as it is
             return None, str(full)
         if cancelled(result):
             yield Step(text, None, None, None, result, time.perf_counter() - t0)

@@ -28,9 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from world import entities as E
+from world import entities, grammar, tasks
 from world import followups as F
-from world import grammar, tasks
 from world.format import render_call, render_chat, render_response
 from world.oracle import Call, exact_matches, policy_for
 from world.start import world_for
@@ -161,9 +160,9 @@ def resolve(intent: str, frame: str, memory: Memory, world: World, setup: dict[s
         return {} if _last(memory.added, k) or (memory.cart_touched and world.cart) else None
     if intent == "follow_size":
         looked = _last(memory.looked_for, k)
-        if not looked or looked["style"] not in E.STYLES or looked["act"] is None:
+        if not looked or looked["style"] not in entities.STYLES or looked["act"] is None:
             return None
-        sizes = [s for s in E.SIZES if s != looked["size"] and tasks._allowed(looked["color"], s, split)]
+        sizes = [s for s in entities.SIZES if s != looked["size"] and tasks._allowed(looked["color"], s, split)]
         stocked = [s for p in world.products.values() if p["style"] == looked["style"] and p["color"] == looked["color"]
                    for s in p["stock"] if s in sizes]
         if not sizes:
@@ -189,9 +188,10 @@ def resolve(intent: str, frame: str, memory: Memory, world: World, setup: dict[s
         return {"name": pending[1]["name"], "course": _new_course(world, setup, rng)}
     customer = memory.customer[1] if memory.customer else None
     if intent == "follow_invoice":
-        return customer and {**customer, "amount": rng.randint(20, 990), "description": rng.choice(E.DESCRIPTIONS)}
+        return customer and {**customer, "amount": rng.randint(20, 990),
+                             "description": rng.choice(entities.DESCRIPTIONS)}
     if intent == "follow_find_invoices":
-        status = rng.choice(E.INVOICE_STATUSES) if "{status}" in frame else None
+        status = rng.choice(entities.INVOICE_STATUSES) if "{status}" in frame else None
         return customer and {**customer, "status": status, "which": f"{status} " if status else ""}
     if intent == "follow_unpaid_total":
         return customer and dict(customer)
@@ -202,12 +202,13 @@ def resolve(intent: str, frame: str, memory: Memory, world: World, setup: dict[s
         return rows and {"amounts": [row["amount"] for row in rows]}
     if intent == "follow_course_same":
         course = _last(memory.course, k)
-        return course and {"name": E.pick(rng, "name", split, avoid={course["name"]}), "course": course["course"]}
+        return course and {"name": entities.pick(rng, "name", split, avoid={course["name"]}),
+                           "course": course["course"]}
     if intent == "follow_activity":
         if not _last(memory.activity, k):
             return None
         aid = world.new_id("activity")
-        world.activities[aid] = rng.choice(E.ACTIVITY_STATUSES)
+        world.activities[aid] = rng.choice(entities.ACTIVITY_STATUSES)
         setup.setdefault("activities", {})[aid] = world.activities[aid]
         return {"activity": aid}
     if intent == "closing":
@@ -234,7 +235,7 @@ def follow_up_text(intent: str, frame: str, slots: dict[str, Any], rng: random.R
 def _customer_with_invoices(world: World, rng: random.Random) -> tasks.Scenario:
     """A customer looked up in a conversation has invoices, so "and her invoices?" can follow."""
     setup: dict[str, Any] = {}
-    statuses = [rng.choice(E.INVOICE_STATUSES) for _ in range(rng.randint(0, 3))]
+    statuses = [rng.choice(entities.INVOICE_STATUSES) for _ in range(rng.randint(0, 3))]
     return tasks._customer(world, rng, setup, statuses), setup
 
 
@@ -432,7 +433,7 @@ def fill(text: str, slots: dict[str, Any]) -> str:
     """A hand-written request's placeholders: the slots, and a few surface forms of them."""
     values = dict(slots)
     if "style" in slots:
-        values["styles"] = E.plural(slots["style"])
+        values["styles"] = entities.plural(slots["style"])
     if "qty" in slots:
         values["qty_word"] = grammar.NUMBER_WORDS[slots["qty"]] if slots["qty"] < 10 else str(slots["qty"])
     if "name" in slots:

@@ -14,7 +14,7 @@ import subprocess
 from html.parser import HTMLParser
 from typing import Any
 
-from world import entities as E
+from world import entities
 from world.pdflatex import compile_untrusted
 from world.templates import INSTRUCTIONS
 
@@ -46,19 +46,19 @@ def html_page(spec: dict[str, Any]) -> str:
 
 
 def _resume_slots(rng: random.Random, split: str) -> dict[str, Any]:
-    name = E.pick(rng, "name", split)
+    name = entities.pick(rng, "name", split)
     start = rng.randint(2008, 2020)
-    return {"name": name, "email": E.email_for(name), "role": rng.choice(E.ROLES),
-            "company": rng.choice(E.COMPANIES), "years": f"{start}-{start + rng.randint(1, 5)}",
-            "skills": ", ".join(rng.sample(E.SKILLS, 3))}
+    return {"name": name, "email": entities.email_for(name), "role": rng.choice(entities.ROLES),
+            "company": rng.choice(entities.COMPANIES), "years": f"{start}-{start + rng.randint(1, 5)}",
+            "skills": ", ".join(rng.sample(entities.SKILLS, 3))}
 
 
 def _page_slots(rng: random.Random, split: str) -> dict[str, Any]:
-    styles = rng.sample(E.STYLES, rng.randint(2, 3))
-    item_list = [f"{rng.choice(E.COLORS)} {s}" for s in styles]
-    href, label = rng.choice(E.LINKS)
-    heading = f"{rng.choice(E.COLORS).title()} {E.plural(rng.choice(E.STYLES))}"
-    return {"title": rng.choice(E.PAGE_TOPICS), "heading": heading, "text": rng.choice(E.PAGE_TEXTS),
+    styles = rng.sample(entities.STYLES, rng.randint(2, 3))
+    item_list = [f"{rng.choice(entities.COLORS)} {s}" for s in styles]
+    href, label = rng.choice(entities.LINKS)
+    heading = f"{rng.choice(entities.COLORS).title()} {entities.plural(rng.choice(entities.STYLES))}"
+    return {"title": rng.choice(entities.PAGE_TOPICS), "heading": heading, "text": rng.choice(entities.PAGE_TEXTS),
             "item_list": item_list, "items": ", ".join(item_list), "href": href, "label": label}
 
 

@@ -21,8 +21,7 @@ import re
 from functools import cache
 from typing import Any
 
-from world import entities as E
-from world import phrasebook as P
+from world import entities, phrasebook
 from world.templates import INSTRUCTIONS
 
 PHRASINGS = ("template", "train", "heldout", "words")
@@ -30,7 +29,7 @@ TEMPLATE_SHARE = 0.2    # of training instructions that keep an old template
 LOWER_RATE = 0.08       # the words (never the entities) all in lower case
 TYPO_RATE = 0.04        # one swapped pair of letters in a word of the frame
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-OUTSIDE_KINDS = tuple(P.OUTSIDE_FRAMES)
+OUTSIDE_KINDS = tuple(phrasebook.OUTSIDE_FRAMES)
 PIECE = re.compile(r"(<\w+>|\{\w+\})")
 
 
@@ -41,22 +40,23 @@ def _check_phrasing(phrasing: str) -> None:
 
 # -- words and topics ------------------------------------------------------------------------
 def family_words(family: str, phrasing: str) -> tuple[str, ...]:
-    if phrasing == "words" and family in P.HELDOUT_WORDS:
-        return P.HELDOUT_WORDS[family]
-    return P.WORDS[family]
+    if phrasing == "words" and family in phrasebook.HELDOUT_WORDS:
+        return phrasebook.HELDOUT_WORDS[family]
+    return phrasebook.WORDS[family]
 
 
 def families_in(pattern: str) -> set[str]:
     return {p[1:-1] for p in PIECE.findall(pattern) if p.startswith("<")}
 
 
-TOPICS = {"country": P.COUNTRIES, "city": P.CITIES, "book": P.BOOKS, "science": P.SCIENCES}
+TOPICS = {"country": phrasebook.COUNTRIES, "city": phrasebook.CITIES, "book": phrasebook.BOOKS,
+          "science": phrasebook.SCIENCES}
 
 
 @cache
 def topic_pool(kind: str, split: str) -> tuple[str, ...]:
     """Outside-the-world topics of one split, by the entities' hash rule."""
-    return tuple(v for v in TOPICS[kind] if E.split_of(kind, v) == split)
+    return tuple(v for v in TOPICS[kind] if entities.split_of(kind, v) == split)
 
 
 def outside_slots(rng: random.Random, split: str) -> dict[str, str]:
@@ -76,7 +76,7 @@ def _item(slots: dict[str, Any], rng: random.Random) -> str:
     color, style, qty = slots["color"], slots["style"], slots["qty"]
     if qty == 1:
         return rng.choice((f"a {color} {style}", f"one {color} {style}", f"a single {color} {style}"))
-    count, styles = number(qty, rng), E.plural(style)
+    count, styles = number(qty, rng), entities.plural(style)
     return rng.choice((f"{count} {color} {styles}", f"{count} {color} {styles}", f"{color} {styles} x{qty}",
                        f"{count} of the {color} {styles}", f"{count} {styles} in {color}"))
 
@@ -125,7 +125,7 @@ def slot_text(key: str, slots: dict[str, Any], rng: random.Random, phrasing: str
     if key == "item":
         return _item(slots, rng)
     if key == "styles":
-        return E.plural(slots["style"])
+        return entities.plural(slots["style"])
     if key == "sizep":
         return rng.choice(("size {}", "in size {}", "in {}", "in a size {}", "size {}")).format(slots["size"])
     if key == "amount":
@@ -201,14 +201,14 @@ def _choose(options: list[Any], phrasing: str, pattern_of) -> list[Any]:
     held-out synonym (all of them when none has)."""
     options = [o for o in options if o[2] == (phrasing == "heldout")]
     if phrasing == "words":
-        return [o for o in options if families_in(pattern_of(o)) & set(P.HELDOUT_WORDS)] or options
+        return [o for o in options if families_in(pattern_of(o)) & set(phrasebook.HELDOUT_WORDS)] or options
     return options
 
 
 def _with_fillers(pieces: list[tuple[str, bool]], rng: random.Random) -> list[tuple[str, bool]]:
     """An opener and a closer around the pieces. After an opener the first word is lower case;
     surface() capitalises it again where the opener ends a sentence ("Hi there! Add ...")."""
-    opener, closer = rng.choice(P.OPENERS), rng.choice(P.CLOSERS)
+    opener, closer = rng.choice(phrasebook.OPENERS), rng.choice(phrasebook.CLOSERS)
     first, entity = pieces[0]
     if opener and not entity and not first.startswith(("I ", "I'")):
         pieces = [(first[0].lower() + first[1:], False)] + pieces[1:]
@@ -225,8 +225,8 @@ def instruction(key: str, slots: dict[str, Any], phrasing: str, rng: random.Rand
         template_index = rng.randrange(len(INSTRUCTIONS[key]))
         values = {**slots, "amounts": slots.get("amounts_text", "")}
         return INSTRUCTIONS[key][template_index].format(**values), f"template.{key}.{template_index}"
-    group = P.GROUP_OF[key]
-    frames = [(f"{group}.{i}", f[2], f[3]) for i, f in enumerate(P.FRAMES[group])]
+    group = phrasebook.GROUP_OF[key]
+    frames = [(f"{group}.{i}", f[2], f[3]) for i, f in enumerate(phrasebook.FRAMES[group])]
     frame_id, pattern, _ = rng.choice(_choose(frames, phrasing, lambda o: o[1]))
     return surface(_with_fillers(render(pattern, slots, rng, phrasing), rng), rng, noise), frame_id
 
@@ -235,12 +235,12 @@ def two_goal_instruction(intents: list[str], slots: dict[str, Any], phrasing: st
                          noise: bool = True) -> tuple[str, str]:
     """(instruction, frame id): one clause per goal, in the order the goals are to be done, joined."""
     _check_phrasing(phrasing)
-    joiners = [(f"join.{i}", j, h) for i, (j, h) in enumerate(P.JOINERS)]
+    joiners = [(f"join.{i}", j, h) for i, (j, h) in enumerate(phrasebook.JOINERS)]
     joiner_id, joiner, _ = rng.choice([o for o in joiners if o[2] == (phrasing == "heldout")])
     ids, parts = [joiner_id], []
     for intent in intents:
-        group = P.CLAUSE_OF[intent]
-        clauses = [(f"clause.{group}.{i}", c, h) for i, (c, h) in enumerate(P.CLAUSES[group])]
+        group = phrasebook.CLAUSE_OF[intent]
+        clauses = [(f"clause.{group}.{i}", c, h) for i, (c, h) in enumerate(phrasebook.CLAUSES[group])]
         clause_id, clause, _ = rng.choice(_choose(clauses, phrasing, lambda o: o[1]))
         ids.append(clause_id)
         parts.append(render(clause, slots, rng, phrasing))
@@ -259,14 +259,14 @@ def outside_instruction(kind: str, slots: dict[str, Any], phrasing: str, rng: ra
     Only greetings have a word with a held-out synonym, so the other kinds take their
     held-out frames in the `words` phrasing."""
     _check_phrasing(phrasing)
-    frames = [(f"outside.{kind}.{i}", f, h) for i, (f, h) in enumerate(P.OUTSIDE_FRAMES[kind])]
+    frames = [(f"outside.{kind}.{i}", f, h) for i, (f, h) in enumerate(phrasebook.OUTSIDE_FRAMES[kind])]
     options = _choose(frames, phrasing, lambda o: o[1])
-    if phrasing == "words" and not any(families_in(o[1]) & set(P.HELDOUT_WORDS) for o in options):
+    if phrasing == "words" and not any(families_in(o[1]) & set(phrasebook.HELDOUT_WORDS) for o in options):
         options = _choose(frames, "heldout", lambda o: o[1])
     frame_id, frame, _ = rng.choice(options)
     pieces = render(frame, slots, rng, phrasing)
     if kind == "greeting":
-        closer = rng.choice(P.CLOSERS)
+        closer = rng.choice(phrasebook.CLOSERS)
         return surface(pieces + ([(closer, False)] if closer else []), rng, noise), frame_id
     return surface(_with_fillers(pieces, rng), rng, noise), frame_id
 
@@ -283,7 +283,7 @@ def frame_regex(pattern: str) -> str:
     for part in PIECE.split(pattern):
         if part.startswith("<"):
             family = part[1:-1]
-            words = P.WORDS[family] + P.HELDOUT_WORDS.get(family, ())
+            words = phrasebook.WORDS[family] + phrasebook.HELDOUT_WORDS.get(family, ())
             out.append("(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + ")")
         elif part.startswith("{"):
             out.append(f"(?:{SLOT_PATTERNS.get(part[1:-1], '.+?')})")
@@ -294,10 +294,10 @@ def frame_regex(pattern: str) -> str:
 
 def heldout_patterns() -> list[tuple[str, str]]:
     """(id, pattern) of every held-out frame, clause, joiner and outside frame."""
-    out = [(f"{g}.{i}", f[2]) for g, frames in P.FRAMES.items() for i, f in enumerate(frames) if f[3]]
-    out += [(f"clause.{g}.{i}", c) for g, cs in P.CLAUSES.items() for i, (c, h) in enumerate(cs) if h]
-    out += [(f"join.{i}", j) for i, (j, h) in enumerate(P.JOINERS) if h]
-    out += [(f"outside.{k}.{i}", f) for k, fs in P.OUTSIDE_FRAMES.items() for i, (f, h) in enumerate(fs) if h]
+    out = [(f"{g}.{i}", f[2]) for g, frames in phrasebook.FRAMES.items() for i, f in enumerate(frames) if f[3]]
+    out += [(f"clause.{g}.{i}", c) for g, cs in phrasebook.CLAUSES.items() for i, (c, h) in enumerate(cs) if h]
+    out += [(f"join.{i}", j) for i, (j, h) in enumerate(phrasebook.JOINERS) if h]
+    out += [(f"outside.{k}.{i}", f) for k, fs in phrasebook.OUTSIDE_FRAMES.items() for i, (f, h) in enumerate(fs) if h]
     return out
 
 
@@ -305,7 +305,8 @@ def heldout_patterns() -> list[tuple[str, str]]:
 def heldout_matcher() -> re.Pattern:
     """Matches a whole instruction built on a held-out frame, fillers around it allowed.
     Joiners and clauses match anywhere (they are parts of a sentence)."""
-    fillers = "(?:" + "|".join(re.escape(f.strip()) for f in P.OPENERS + P.CLOSERS if f.strip()) + r")?\W*"
+    openers_closers = phrasebook.OPENERS + phrasebook.CLOSERS
+    fillers = "(?:" + "|".join(re.escape(f.strip()) for f in openers_closers if f.strip()) + r")?\W*"
     whole, parts = [], []
     for pid, pattern in heldout_patterns():
         body = frame_regex(pattern)
@@ -317,5 +318,5 @@ def heldout_matcher() -> re.Pattern:
 
 
 def heldout_word_matcher() -> re.Pattern:
-    words = [w for ws in P.HELDOUT_WORDS.values() for w in ws]
+    words = [w for ws in phrasebook.HELDOUT_WORDS.values() for w in ws]
     return re.compile(r"(?<![A-Za-z])(?:" + "|".join(re.escape(w) for w in words) + r")s?(?![A-Za-z])", re.IGNORECASE)

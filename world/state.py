@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from world import entities as E
+from world import entities
 
 BACKGROUND = {"products": 8, "customers": 6, "courses": 5, "activities": 5}
 
@@ -55,7 +55,7 @@ class World:
         rng = self._id_rngs.get(kind)
         if rng is None:
             rng = self._id_rngs[kind] = random.Random(f"id:{self.seed}:{self.split}:{kind}")
-        return E.pick(rng, kind, self.split, avoid=self.used_ids(kind))
+        return entities.pick(rng, kind, self.split, avoid=self.used_ids(kind))
 
     # -- scenario ----------------------------------------------------------------------------
     def apply(self, setup: dict[str, Any]) -> World:
@@ -123,23 +123,23 @@ def _background(seed: int, split: str) -> World:
     rng = random.Random(f"world:{seed}:{split}")
     world = World(seed=seed, split=split)
     for _ in range(BACKGROUND["products"]):
-        color = rng.choice(E.COLORS)
-        options = E.sizes_for(color, split)
+        color = rng.choice(entities.COLORS)
+        options = entities.sizes_for(color, split)
         chosen = rng.sample(options, min(len(options), rng.randint(1, 3)))
-        sizes = tuple(s for s in E.SIZES if s in chosen)
-        world.products[world.new_id("product")] = random_product(rng, split, rng.choice(E.STYLES), color, sizes)
+        sizes = tuple(s for s in entities.SIZES if s in chosen)
+        world.products[world.new_id("product")] = random_product(rng, split, rng.choice(entities.STYLES), color, sizes)
     names: set[str] = set()
     for _ in range(BACKGROUND["customers"]):
-        name = E.pick(rng, "name", split, avoid=names)
+        name = entities.pick(rng, "name", split, avoid=names)
         names.add(name)
         cid = world.new_id("customer")
-        world.customers[cid] = {"name": name, "email": E.email_for(name)}
+        world.customers[cid] = {"name": name, "email": entities.email_for(name)}
         for _ in range(rng.randint(0, 2)):
             world.invoices[world.new_id("invoice")] = {
                 "customer": cid, "amount": rng.randint(20, 990),
-                "status": rng.choice(E.INVOICE_STATUSES), "description": rng.choice(E.DESCRIPTIONS)}
+                "status": rng.choice(entities.INVOICE_STATUSES), "description": rng.choice(entities.DESCRIPTIONS)}
     for _ in range(BACKGROUND["courses"]):
         world.courses[world.new_id("course")] = rng.randint(1, 30)
     for _ in range(BACKGROUND["activities"]):
-        world.activities[world.new_id("activity")] = rng.choice(E.ACTIVITY_STATUSES)
+        world.activities[world.new_id("activity")] = rng.choice(entities.ACTIVITY_STATUSES)
     return world

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from world import documents, grammar
-from world import entities as E
+from world import documents, entities, grammar
 from world.oracle import Call, solve
 from world.state import World, make_world
 from world.templates import INSTRUCTIONS
@@ -29,13 +28,13 @@ Scenario = tuple[dict[str, Any], dict[str, Any]]   # (slots, setup)
 
 
 def _allowed(color: str, size: str, split: str) -> bool:
-    return split == "heldout" or E.split_of("combo", f"{color}|{size}") == "train"
+    return split == "heldout" or entities.split_of("combo", f"{color}|{size}") == "train"
 
 
 def _add_product(world: World, rng: random.Random, setup: dict, style: str, color: str, stock: dict[str, int]) -> str:
     pid = world.new_id("product")
     product = {"style": style, "color": color, "price": rng.randint(9, 149),
-               "stock": {s: stock[s] for s in E.SIZES if s in stock}}
+               "stock": {s: stock[s] for s in entities.SIZES if s in stock}}
     world.products[pid] = product
     setup.setdefault("products", {})[pid] = product
     return pid
@@ -43,16 +42,16 @@ def _add_product(world: World, rng: random.Random, setup: dict, style: str, colo
 
 def _item(qty: int, color: str, style: str) -> str:
     """How a request names what it wants: "a red cap", "2 red caps"."""
-    return f"a {color} {style}" if qty == 1 else f"{qty} {color} {E.plural(style)}"
+    return f"a {color} {style}" if qty == 1 else f"{qty} {color} {entities.plural(style)}"
 
 
 def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     """kind: exact (one full match), oos (two; the first listed is out of stock), none (only near misses)."""
     split = world.split
-    color, size = E.pick(rng, "combo", split).split("|")
-    style, qty = rng.choice(E.STYLES), rng.randint(1, 3)
+    color, size = entities.pick(rng, "combo", split).split("|")
+    style, qty = rng.choice(entities.STYLES), rng.randint(1, 3)
     setup: dict[str, Any] = {}
-    other_sizes = [s for s in E.SIZES if s != size and _allowed(color, s, split)]
+    other_sizes = [s for s in entities.SIZES if s != size and _allowed(color, s, split)]
     exact = []
     for _ in range({"exact": 1, "oos": 2, "none": 0}[kind]):
         stock = {size: rng.randint(qty, 6)}
@@ -64,7 +63,7 @@ def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     if kind == "none":  # right colour, wrong size
         wrong = rng.sample(other_sizes, min(len(other_sizes), rng.randint(1, 2)))
         _add_product(world, rng, setup, style, color, {s: rng.randint(1, 6) for s in wrong})
-    colors = [c for c in E.COLORS if c != color and _allowed(c, size, split)]
+    colors = [c for c in entities.COLORS if c != color and _allowed(c, size, split)]
     for near in rng.sample(colors, rng.randint(1, 2)):  # right size, wrong colour
         _add_product(world, rng, setup, style, near, {size: rng.randint(1, 6)})
     return {"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style)}, setup
@@ -75,8 +74,8 @@ def _absent(world: World, rng: random.Random) -> Scenario:
     styles out), asked for in "look" wording (find / do you have) or "act" wording (add to my
     cart): the search returns [] and the honest answer is the near miss's sentence."""
     stocked = {p["style"] for p in world.products.values()}
-    style = rng.choice([s for s in E.STYLES if s not in stocked])
-    color, size = E.pick(rng, "combo", world.split).split("|")
+    style = rng.choice([s for s in entities.STYLES if s not in stocked])
+    color, size = entities.pick(rng, "combo", world.split).split("|")
     wording = rng.choice(ABSENT_WORDINGS)
     qty = 1 if wording == "look" else rng.randint(1, 3)
     return ({"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style),
@@ -87,13 +86,13 @@ def _unknown(world: World, rng: random.Random) -> Scenario:
     """As _absent, for clothes the shop never sells (a raincoat, a blazer): words outside its
     vocabulary that people use anyway. The search finds nothing; the answer is the near miss's."""
     slots, setup = _absent(world, rng)
-    style = E.pick(rng, "unknown_style", world.split)
+    style = entities.pick(rng, "unknown_style", world.split)
     return {**slots, "style": style, "item": _item(slots["qty"], slots["color"], style)}, setup
 
 
 def _guest(world: World, rng: random.Random, missing: str | None = None) -> dict[str, Any]:
-    name = E.pick(rng, "name", world.split)
-    slots = {"name": name, "email": E.email_for(name), "address": E.pick(rng, "address", world.split)}
+    name = entities.pick(rng, "name", world.split)
+    slots = {"name": name, "email": entities.email_for(name), "address": entities.pick(rng, "address", world.split)}
     shown = [k for k in ("name", "email", "address") if k != missing]
     slots["details"] = ", ".join(f"{k} {slots[k]}" for k in shown)
     if missing:
@@ -110,14 +109,14 @@ def _filled_cart(world: World, rng: random.Random) -> dict[str, Any]:
 
 def _customer(world: World, rng: random.Random, setup: dict, statuses: list[str] = ()) -> dict[str, Any]:
     """A scenario customer (a name no background customer has) with invoices of `statuses`."""
-    name = E.pick(rng, "name", world.split, avoid={c["name"] for c in world.customers.values()})
+    name = entities.pick(rng, "name", world.split, avoid={c["name"] for c in world.customers.values()})
     cid = world.new_id("customer")
-    world.customers[cid] = {"name": name, "email": E.email_for(name)}
+    world.customers[cid] = {"name": name, "email": entities.email_for(name)}
     setup.setdefault("customers", {})[cid] = world.customers[cid]
     for status in statuses:
         iid = world.new_id("invoice")
         world.invoices[iid] = {"customer": cid, "amount": rng.randint(20, 990), "status": status,
-                               "description": rng.choice(E.DESCRIPTIONS)}
+                               "description": rng.choice(entities.DESCRIPTIONS)}
         setup.setdefault("invoices", {})[iid] = world.invoices[iid]
     return {"name": name, "customer_id": cid}
 
@@ -148,12 +147,12 @@ def office_customer(world: World, rng: random.Random) -> Scenario:
 def office_invoice(world: World, rng: random.Random) -> Scenario:
     setup: dict[str, Any] = {}
     slots = _customer(world, rng, setup)
-    return {**slots, "amount": rng.randint(20, 990), "description": rng.choice(E.DESCRIPTIONS)}, setup
+    return {**slots, "amount": rng.randint(20, 990), "description": rng.choice(entities.DESCRIPTIONS)}, setup
 
 
 def office_find_invoices(world: World, rng: random.Random) -> Scenario:
     status = rng.choice((None, "unpaid", "paid"))
-    statuses = [rng.choice(E.INVOICE_STATUSES) for _ in range(rng.randint(2, 4))]
+    statuses = [rng.choice(entities.INVOICE_STATUSES) for _ in range(rng.randint(2, 4))]
     if status:
         statuses[rng.randrange(len(statuses))] = status
     setup: dict[str, Any] = {}
@@ -176,19 +175,20 @@ def office_sum(world: World, rng: random.Random) -> Scenario:
 def office_course(world: World, rng: random.Random) -> Scenario:
     code = world.new_id("course")
     world.courses[code] = rng.randint(1, 30)
-    return {"name": E.pick(rng, "name", world.split), "course": code}, {"courses": {code: world.courses[code]}}
+    return {"name": entities.pick(rng, "name", world.split), "course": code}, {"courses": {code: world.courses[code]}}
 
 
 def office_activity(world: World, rng: random.Random) -> Scenario:
     aid = world.new_id("activity")
-    world.activities[aid] = rng.choice(E.ACTIVITY_STATUSES)
+    world.activities[aid] = rng.choice(entities.ACTIVITY_STATUSES)
     return {"activity": aid}, {"activities": {aid: world.activities[aid]}}
 
 
 def office_missing_info(world: World, rng: random.Random) -> Scenario:
     setup: dict[str, Any] = {}
     slots = _customer(world, rng, setup)
-    return {**slots, "missing": rng.choice(("amount", "course code")), "description": rng.choice(E.DESCRIPTIONS)}, setup
+    missing = rng.choice(("amount", "course code"))          # drawn first: the seeds' tasks stay as they were
+    return {**slots, "missing": missing, "description": rng.choice(entities.DESCRIPTIONS)}, setup
 
 
 # intent -> (domain, scenario builder)
@@ -252,7 +252,7 @@ def _invoice_and_owed(world: World, rng: random.Random) -> Scenario:
     setup: dict[str, Any] = {}
     slots = _customer(world, rng, setup, statuses)
     return {**slots, "status": "unpaid", "amount": rng.randint(20, 990),
-            "description": rng.choice(E.DESCRIPTIONS)}, setup
+            "description": rng.choice(entities.DESCRIPTIONS)}, setup
 
 
 # two-goal intent -> (domain, the two goals, scenario builder); the goals run in the order the
@@ -309,7 +309,7 @@ def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
     phrasing of one (intent, split, seed); the wording comes from a random stream of its own.
     Documents keep their templates whatever the phrasing.
     """
-    if split not in E.SPLITS:
+    if split not in entities.SPLITS:
         raise ValueError(f"Unknown split {split!r}; choose train or heldout.")
     if phrasing not in grammar.PHRASINGS:
         raise ValueError(f"Unknown phrasing {phrasing!r}; choose one of {', '.join(grammar.PHRASINGS)}.")

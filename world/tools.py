@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.tool_calls import openai_tools as engine_openai_tools
-from world import entities as E
+from world import entities
 from world.state import World
 
 SEARCH_LIMIT = 4
@@ -29,11 +29,11 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...]) -> dict[str, 
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "search_products", "description": "Search the shop by style, optionally colour and size.",
-     "inputSchema": _schema({"query": _string(minLength=1), "color": _string(enum=list(E.COLORS)),
-                             "size": _string(enum=list(E.SIZES))}, ("query",)),
+     "inputSchema": _schema({"query": _string(minLength=1), "color": _string(enum=list(entities.COLORS)),
+                             "size": _string(enum=list(entities.SIZES))}, ("query",)),
      "annotations": {"readOnlyHint": True}},
     {"name": "add_to_cart", "description": "Put a quantity of a product in one size into the cart.",
-     "inputSchema": _schema({"product_id": _string(), "size": _string(enum=list(E.SIZES)),
+     "inputSchema": _schema({"product_id": _string(), "size": _string(enum=list(entities.SIZES)),
                              "quantity": {"type": "integer", "minimum": 1, "maximum": 9}},
                             ("product_id", "size", "quantity")),
      "annotations": {"readOnlyHint": False}},
@@ -51,7 +51,7 @@ TOOLS: list[dict[str, Any]] = [
                              "description": _string(minLength=1)}, ("customer_id", "amount", "description")),
      "annotations": {"readOnlyHint": False}},
     {"name": "find_invoices", "description": "List a customer's invoices, optionally only paid or unpaid.",
-     "inputSchema": _schema({"customer_id": _string(), "status": _string(enum=list(E.INVOICE_STATUSES))},
+     "inputSchema": _schema({"customer_id": _string(), "status": _string(enum=list(entities.INVOICE_STATUSES))},
                             ("customer_id",)),
      "annotations": {"readOnlyHint": True}},
     {"name": "sum_amounts", "description": "Add up a list of amounts.",
@@ -86,7 +86,7 @@ def _number(amount: float) -> int | float:
 # -- shop ------------------------------------------------------------------------------------
 def _style_matches(style: str, query: str) -> bool:
     words = query.lower().split()
-    return style in words or E.plural(style) in words
+    return style in words or entities.plural(style) in words
 
 
 def search_products(world: World, query: str, color: str | None = None, size: str | None = None) -> list[dict]:
@@ -104,7 +104,7 @@ def search_products(world: World, query: str, color: str | None = None, size: st
         for stocked in product["stock"]:
             score = (product["color"] == color) + (stocked == size)
             if score >= wanted - 1:
-                scored.append((-score, pid, E.SIZES.index(stocked), stocked, product))
+                scored.append((-score, pid, entities.SIZES.index(stocked), stocked, product))
     top = sorted(sorted(scored)[:SEARCH_LIMIT], key=lambda row: (row[1], row[2]))
     return [{"color": product["color"], "size": stocked, "id": pid, "price": product["price"]}
             for _, pid, _, stocked, product in top]

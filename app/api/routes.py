@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from engine import json_limits
 
 from .. import cross_site
-from ..worlds import speaks_world
+from ..conversation_world import speaks_world
 from . import protocol, world
 from .canvas import committed_text, diffusing_view, text_delta
 from .protocol import ApiError, ChatRequest

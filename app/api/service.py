@@ -27,9 +27,9 @@ from sessions import StoreError, TurnRecord
 from world.agent import Step, prompt_ids_for
 from world.format import TOOL_CALLS
 
+from ..conversation_world import speaks_world
 from ..settings import DEFAULTS as PAGE_DEFAULTS
 from ..steps import step_turns
-from ..worlds import speaks_world
 from . import world
 from .protocol import CONFIG_FIELDS, ApiError, ChatRequest, Reply, reply, split_tool_calls, tools_system_text
 

@@ -3,7 +3,7 @@ Hermes tool call, the answer to the person is the call `finish(answer)`; world/f
 when the client offers no tools of its own (none given, or tool_choice "none").
 
 The model acts in its own world on the server, as in the Chat tab: `world.agent.act` with plain
-text allowed as the answer, on a fresh world per call (app/worlds.py: the held-out task whose
+text allowed as the answer, on a fresh world per call (app/conversation_world.py: the held-out task whose
 instruction the latest user message is, else the held-out background world with every style
 stocked), at most MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads
 its response.
@@ -32,8 +32,15 @@ from world.agent import Step, act
 from world.format import CALL_OPEN, TOOL_CALLS, render_call
 from world.tools import FINISH
 
+from ..conversation_world import (
+    MAX_TOOL_STEPS,
+    model_context,
+    no_answer_note,
+    speaks_world,
+    world_from_spec,
+    world_spec_for,
+)
 from ..steps import answer_of
-from ..worlds import MAX_TOOL_STEPS, model_context, no_answer_note, speaks_world, world_from_spec, world_spec_for
 from .protocol import ApiError, ChatRequest, Reply, usage
 
 
@@ -45,7 +52,7 @@ class ClientGone(Exception):
 class WorldAnswer:
     reply: Reply
     steps: list[Step]                    # every reply of the model, as the Chat tab stores them
-    spec: dict[str, Any]                 # the world it acted in (app/worlds.py)
+    spec: dict[str, Any]                 # the world it acted in (app/conversation_world.py)
 
 
 def runs_world(backend: Any, request: ChatRequest) -> bool:

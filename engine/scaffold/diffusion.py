@@ -19,14 +19,14 @@ committed in the same pass (`_sliding`). On the grid a confident walk ends at th
 line and the scaffold's fixed text fills part of each block; a window at the cursor always
 holds block_size positions still to decide or prefilled. Weights trained on the grid alone
 must not slide: their noisy blocks always began on a reply's grid line, and a block that starts
-elsewhere is out of what they learned (measured in models/README.md, session 13).
+elsewhere is out of what they learned (models/README.md, "Sprout-BD on the broadened grammar").
 
 Why left to right and cut at the terminator, not a slot of fixed width with a filler: Sprout
 never saw gaps or fillers in training. A value of unknown length has no place for the text
 after it until the model closes it (its `","` or `"}}` token), so that text is placed as soon
 as the model has written the token that closes the value; slots of known width (a one-digit
-quantity) need no wait, the automaton forces their closing text at once. Measured in
-models/README.md ("Measured (issue 21)").
+quantity) need no wait, the automaton forces their closing text at once (models/README.md,
+"scaffolded decoding").
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def _leave_blocks(backend, canvas: torch.Tensor, blocks: list[slice], b: int, wr
     two (Sprout) spends one pass on both. Deciding a block's first position from a logit-shifted
     model's known next-token logits before that denoise would save the denoise only where the
     decision settles the block, and makes the commit run alone everywhere else: measured, 2.5 %
-    fewer denoises for a third more passes (models/README.md, session 14)."""
+    fewer denoises for a third more passes (models/README.md, "every model pass counted")."""
     while not writer.over and writer.cursor >= blocks[b].stop:
         with torch.inference_mode():
             backend.commit(canvas, blocks[b])

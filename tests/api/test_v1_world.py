@@ -14,7 +14,7 @@ from app.api import world
 from app.api.canvas import MASK_GLYPH
 from app.api.protocol import lift_finish, read_request
 from app.api.world import model_messages
-from app.worlds import DEFAULT_WORLD, MAX_TOOL_STEPS, no_answer_note, world_from_spec
+from app.conversation_world import DEFAULT_WORLD, MAX_TOOL_STEPS, no_answer_note, world_from_spec
 from tests.api.conftest import WORLD_HELLO, world_target
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import world_format

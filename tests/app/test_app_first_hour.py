@@ -14,6 +14,7 @@ import pytest
 from app.agent_tab import benchmark_tasks, task_label
 from app.chat import ChatHandlers, answer_text
 from app.chat_turn import CUT_CALL_NOTE, ChatTurn
+from app.conversation_world import DEFAULT_WORLD, world_from_spec
 from app.live import REPLAY_MS
 from app.models_tab import models_table
 from app.names import with_names
@@ -21,7 +22,6 @@ from app.resume import CannotResume, resume
 from app.sessions_tab import SessionsHandlers, pace_info
 from app.settings import PACE_MS
 from app.steps import context_messages, steps_html
-from app.worlds import DEFAULT_WORLD, world_from_spec
 from engine.trace import Frame
 from sessions.export_schema import MAX_TITLE_CHARS
 from tests.app.test_app_handlers import OUT, ask

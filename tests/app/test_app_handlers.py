@@ -15,12 +15,12 @@ from safetensors.torch import save_file
 from app.agent_tab import AgentHandlers
 from app.chat import CHAT_OUTPUTS, ChatHandlers, scrub_panel, stored_world
 from app.compare import CompareHandlers
+from app.conversation_world import DEFAULT_WORLD, world_from_spec
 from app.live import markdown_safe
 from app.models_tab import ModelsHandlers
 from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
-from app.worlds import DEFAULT_WORLD, world_from_spec
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
@@ -424,7 +424,7 @@ def test_a_one_request_model_reads_only_the_new_message_and_keeps_its_world(tmp_
 
 
 def test_no_answer_within_the_tool_steps_is_said_as_the_api_says_it(ctx):
-    from app.worlds import MAX_TOOL_STEPS, no_answer_note
+    from app.conversation_world import MAX_TOOL_STEPS, no_answer_note
 
     ctx.registry.get("fake-bd").target = render_call("view_cart", {})
     final = ask(ChatHandlers(ctx), "Show my cart", settings=(64, 16, 16, "threshold", 0.9, 0.0, 0))[-1]

@@ -1,12 +1,12 @@
 """The world a Chat conversation (and a /v1 call) starts in when the message is no held-out
-task's instruction: the held-out background world with every style stocked (app/worlds.py),
+task's instruction: the held-out background world with every style stocked (app/conversation_world.py),
 and stored chats reopen in the world they had."""
 
 import json
 
 from app.chat import stored_world
-from app.worlds import DEFAULT_WORLD, PER_STYLE, world_from_spec, world_spec_for
-from world import entities as E
+from app.conversation_world import DEFAULT_WORLD, PER_STYLE, world_from_spec, world_spec_for
+from world import entities
 from world.state import make_world
 from world.tools import call_tool
 
@@ -14,17 +14,18 @@ OLD_SPEC = {"seed": 0, "split": "heldout", "setup": {}}     # what chats stored 
 
 
 def _rows(world, style):
-    return [row for size in E.SIZES for row in call_tool(world, "search_products", {"query": style, "size": size})]
+    return [row for size in entities.SIZES
+            for row in call_tool(world, "search_products", {"query": style, "size": size})]
 
 
 def test_every_style_is_found_in_several_colours_and_sizes():
     world = world_from_spec(DEFAULT_WORLD)
-    for style in E.STYLES:
+    for style in entities.STYLES:
         rows = _rows(world, style)
         assert len({r["color"] for r in rows}) >= PER_STYLE and len({r["size"] for r in rows}) >= 2, style
         assert {r["id"] for r in rows} <= set(world.products)
     # the bare background world lacks some styles: the setup is what stocks them
-    assert any(_rows(world_from_spec(OLD_SPEC), style) == [] for style in E.STYLES)
+    assert any(_rows(world_from_spec(OLD_SPEC), style) == [] for style in entities.STYLES)
 
 
 def test_the_setup_keeps_the_background_and_the_worlds_rules():
@@ -32,8 +33,8 @@ def test_the_setup_keeps_the_background_and_the_worlds_rules():
     assert all(world.products[pid] == p for pid, p in background.products.items())
     assert world.customers == background.customers and world.invoices == background.invoices
     for pid, product in world.products.items():
-        assert E.split_of("product", pid) == "heldout" and product["style"] in E.STYLES
-        assert set(product["stock"]) <= set(E.sizes_for(product["color"], "heldout")) and product["stock"]
+        assert entities.split_of("product", pid) == "heldout" and product["style"] in entities.STYLES
+        assert set(product["stock"]) <= set(entities.sizes_for(product["color"], "heldout")) and product["stock"]
         assert all(isinstance(n, int) and n > 0 for n in product["stock"].values())
     # fresh ids go on after the setup's: a new product never takes one of them
     assert world.new_id("product") not in world.products

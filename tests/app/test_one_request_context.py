@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.worlds import model_context
+from app.conversation_world import model_context
 from engine.backends.base import BackendError, Capabilities
 from engine.backends.sprout import declared_context, load
 

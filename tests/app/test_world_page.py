@@ -1,11 +1,11 @@
 """The tab's world as its web pages (app/world_page.py) and the examples written about the world
-shown (app/worlds.py world_examples)."""
+shown (app/conversation_world.py world_examples)."""
 
 import json
 from pathlib import Path
 
+from app.conversation_world import DEFAULT_WORLD, world_examples, world_from_spec
 from app.world_page import WorldPages, page_for
-from app.worlds import DEFAULT_WORLD, world_examples, world_from_spec
 from world.tools import call_tool
 
 CARD = json.loads((Path(__file__).parents[2] / "models" / "sprout-bd" / "playground.json").read_text())["examples"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from app.worlds import DEFAULT_WORLD, world_from_spec
+from app.conversation_world import DEFAULT_WORLD, world_from_spec
 from tests.e2e.app_fakes import running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.test_first_contact import open_page, shot

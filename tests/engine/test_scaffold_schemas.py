@@ -18,9 +18,9 @@ from engine.generate import run
 from engine.scaffold.schema import STRING_CHARS, compile_schema, longest
 from engine.trace import GenerationConfig
 from tests.scaffold_models import RandomLogits, sprout_twins
-from world import entities as E
+from world import entities
 
-WORDS = list(E.COLORS) + list(E.SIZES) + ["dress", "jacket", "paid", "unpaid", "ECO3", "P3K7"]
+WORDS = list(entities.COLORS) + list(entities.SIZES) + ["dress", "jacket", "paid", "unpaid", "ECO3", "P3K7"]
 PATTERNS = ["^[A-Z][0-9]{2,3}$", "^[a-z]{1,6}$", "^P[0-9]{1,4}$", "^[A-Z]{3}[0-9]$", "[0-9]"]
 KEYS = ["query", "color", "size", "product_id", "quantity", "name", "email", "amount", "status", "amounts", "items",
         "note", "code", "gift"]

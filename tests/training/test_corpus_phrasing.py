@@ -10,15 +10,14 @@ import pytest
 
 from tests.training.ngrams import TOKEN, ngrams
 from training.corpus import corpus_lines, default_intents, main
-from world import entities as E
-from world import grammar
+from world import entities, grammar
 from world.format import assistant_spans, parse_call, render_chat
 from world.tasks import EXTRA_INTENTS, OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS
 
 
 def _heldout_values():
     """Every held-out entity value, the outside-the-world topics included."""
-    values = {kind: v for kind, v in E.heldout_values().items() if kind != "combo"}
+    values = {kind: v for kind, v in entities.heldout_values().items() if kind != "combo"}
     values.update({f"topic:{kind}": grammar.topic_pool(kind, "heldout") for kind in grammar.TOPICS})
     return values
 
@@ -50,7 +49,7 @@ def test_no_heldout_frame_word_or_value_in_20000_training_transcripts(corpus_200
     assert Counter(r["intent"] for r in records).keys() == set(default_intents("train"))
     frame_hits, word_hits, value_hits = _leaks(records)
     assert frame_hits == [] and word_hits == [] and value_hits == []
-    heldout_combos = {tuple(c.split("|")) for c in E.pool("combo", "heldout")}
+    heldout_combos = {tuple(c.split("|")) for c in entities.pool("combo", "heldout")}
     seen = {(m["color"], m["size"]) for r in records
             for m in re.finditer(r'"color":"(?P<color>\w+)","size":"(?P<size>\w+)"', r["text"])}
     assert seen and not seen & heldout_combos

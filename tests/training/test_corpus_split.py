@@ -13,7 +13,7 @@ from engine.trace import GenerationConfig
 from tests.training.ngrams import TOKEN, ngrams
 from tests.world.heldout_values import assert_heldout_values
 from training.corpus import corpus_lines, main
-from world import entities as E
+from world import entities
 from world.agent import run_episode
 from world.format import assistant_spans, parse_call, render_chat
 from world.oracle import OracleModel, solve
@@ -50,35 +50,35 @@ def test_heldout_values_never_occur_in_20000_training_transcripts():
     records = list(corpus_lines("train", 20000, seed=0))
     assert Counter(r["intent"] for r in records).keys() == set(ALL_INTENTS) | set(EXTRA_INTENTS)
     grams = ngrams(r["text"] for r in records)
-    leaks = [(kind, v) for kind, values in E.heldout_values().items() if kind != "combo"
+    leaks = [(kind, v) for kind, values in entities.heldout_values().items() if kind != "combo"
              for v in values if " ".join(TOKEN.findall(v)) in grams]
     assert leaks == []
-    heldout_combos = {tuple(c.split("|")) for c in E.pool("combo", "heldout")}
+    heldout_combos = {tuple(c.split("|")) for c in entities.pool("combo", "heldout")}
     assert not {c for r in records for c in _combos(r)} & heldout_combos
     # and the check itself can see a leak: a held-out corpus is full of held-out values
     held = list(corpus_lines("heldout", 200, seed=0))
     held_grams = ngrams(r["text"] for r in held)
-    assert any(" ".join(TOKEN.findall(v)) in held_grams for v in E.heldout_values()["name"])
+    assert any(" ".join(TOKEN.findall(v)) in held_grams for v in entities.heldout_values()["name"])
     assert {c for r in held for c in _combos(r)} & heldout_combos
 
 
 def test_training_names_and_addresses_are_mostly_one_offs():
     """Made-up values and train-only streets make most training addresses and many names one-offs,
     which only copying gets right; none is a held-out value, and none reaches a held-out world."""
-    assert not {E.street_of(a) for a in E.pool("address", "heldout")} & set(E.TRAIN_ONLY_STREETS)
+    assert not {entities.street_of(a) for a in entities.pool("address", "heldout")} & set(entities.TRAIN_ONLY_STREETS)
     records = list(corpus_lines("train", 400, seed=1))
     addresses = [m.group(1) for r in records for m in re.finditer(r'"address":"([^"]+)"', r["text"])]
     names = [m.group(1) for r in records for m in PERSON_ARG.finditer(r["text"])]
     assert len(addresses) > 20 and len(names) > 50
-    shared = [a for a in addresses if E.street_of(a) in E.STREETS]
+    shared = [a for a in addresses if entities.street_of(a) in entities.STREETS]
     assert len(shared) < len(addresses) / 3
     assert len(set(addresses)) > 0.9 * len(addresses)
-    made_up = [n for n in names if E.is_made_up("name", n)]
+    made_up = [n for n in names if entities.is_made_up("name", n)]
     assert 0.3 * len(names) < len(made_up) < 0.7 * len(names)
-    assert all(E.split_of("name", n) == "train" for n in made_up)
-    assert not set(w for n in made_up for w in n.split()) & set(E.FIRST_NAMES + E.LAST_NAMES)
+    assert all(entities.split_of("name", n) == "train" for n in made_up)
+    assert not set(w for n in made_up for w in n.split()) & set(entities.FIRST_NAMES + entities.LAST_NAMES)
     held = list(corpus_lines("heldout", 100, seed=1))
-    assert not any(E.is_made_up("name", m.group(1)) for r in held for m in PERSON_ARG.finditer(r["text"]))
+    assert not any(entities.is_made_up("name", m.group(1)) for r in held for m in PERSON_ARG.finditer(r["text"]))
 
 
 def test_corpus_records_are_complete_compact_transcripts():
@@ -134,9 +134,9 @@ def test_heldout_set_uses_heldout_values_only():
         assert task["split"] == "heldout"
         world = world_for(task)
         assert_heldout_values(task, world)
-        assert all(E.split_of("name", c["name"]) == "heldout" for c in world.customers.values())
+        assert all(entities.split_of("name", c["name"]) == "heldout" for c in world.customers.values())
         for order in re.findall(r"\bO\d{3}\b", json.dumps(task)):
-            assert E.split_of("order", order) == "heldout"
+            assert entities.split_of("order", order) == "heldout"
 
 
 def test_heldout_set_is_solved_by_its_gold_and_the_oracle():
@@ -161,5 +161,5 @@ def test_heldout_document_set_is_committed_balanced_and_solvable():
 def test_made_up_words_open_with_every_capital_letter():
     """A copied name's first letter is a token of its own; training must show each one."""
     rng = random.Random(0)
-    firsts = {E.made_up_word(rng)[0] for _ in range(3000)}
+    firsts = {entities.made_up_word(rng)[0] for _ in range(3000)}
     assert firsts == set(string.ascii_uppercase)

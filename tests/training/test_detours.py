@@ -7,7 +7,7 @@ from tests.sprout.helpers import tiny_tokenizer
 from training.corpus import corpus_lines
 from training.data import encode_texts
 from training.detours import detour, mixed_id
-from world import entities as E
+from world import entities
 from world.format import assistant_spans, parse_call
 from world.grader import replay
 from world.tasks import build_task
@@ -37,7 +37,7 @@ def test_detour_goes_before_the_first_add_and_changes_nothing_in_the_end():
         right = steps[first_add][0]
         assert bad.name == "add_to_cart" and reply == {"error": "unknown product"}
         assert bad.arguments["product_id"] != right.arguments["product_id"]
-        assert E.split_of("product", bad.arguments["product_id"]) == "train"   # no held-out id leaks in
+        assert entities.split_of("product", bad.arguments["product_id"]) == "train"   # no held-out id leaks in
         assert {k: v for k, v in bad.arguments.items() if k != "product_id"} == {
             k: v for k, v in right.arguments.items() if k != "product_id"}
         with_detour = replay(task, [c.to_dict() for c, _ in new]).end_state()

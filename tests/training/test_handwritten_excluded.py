@@ -16,11 +16,12 @@ import re
 import pytest
 
 from world import conversations as C
-from world import entities as E
+from world import entities
 
 WORD = re.compile(r"<v>|[a-z0-9']+|[?!.,:;$/+=()-]")
 N, NEAR = 4, 0.75
-VOCABULARY = (*E.COLORS, *E.STYLES, *map(E.plural, E.STYLES), *E.UNKNOWN_STYLES, *E.DESCRIPTIONS)
+VOCABULARY = (*entities.COLORS, *entities.STYLES, *map(entities.plural, entities.STYLES), *entities.UNKNOWN_STYLES,
+              *entities.DESCRIPTIONS)
 
 
 def _values(slots: dict) -> set[str]:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from world import entities as E
+from world import entities
 
 
 def assert_heldout_values(task, world) -> None:
     ids = [("product", world.products), ("customer", world.customers), ("invoice", world.invoices),
            ("course", world.courses), ("activity", world.activities)]
-    assert all(E.split_of(kind, i) == "heldout" for kind, table in ids for i in table), task["id"]
+    assert all(entities.split_of(kind, i) == "heldout" for kind, table in ids for i in table), task["id"]
     slots = task["slots"]
     for key in ("name", "address"):
         if key in slots:
-            assert E.split_of(key, slots[key]) == "heldout", task["id"]
+            assert entities.split_of(key, slots[key]) == "heldout", task["id"]
     if "size" in slots:
-        assert E.split_of("combo", f"{slots['color']}|{slots['size']}") == "heldout", task["id"]
+        assert entities.split_of("combo", f"{slots['color']}|{slots['size']}") == "heldout", task["id"]

@@ -12,8 +12,7 @@ import pytest
 from engine.trace import GenerationConfig
 from tests.world.heldout_values import assert_heldout_values
 from training.corpus import corpus_lines, default_intents
-from world import entities as E
-from world import grammar
+from world import entities, grammar
 from world.agent import run_episode
 from world.grader import grade
 from world.oracle import OracleModel
@@ -43,10 +42,10 @@ BOTH = pytest.mark.parametrize("intent", list(CHECK_SETS))
 def style_split(intent: str, style: str) -> str | None:
     """The split of a style the shop never sells; None for one of its own styles (all shared)."""
     if intent == ABSENT_INTENT:
-        assert style in E.STYLES
+        assert style in entities.STYLES
         return None
-    assert style in E.UNKNOWN_STYLES
-    return E.split_of("unknown_style", style)
+    assert style in entities.UNKNOWN_STYLES
+    return entities.split_of("unknown_style", style)
 
 
 class Step:
@@ -78,7 +77,7 @@ def test_an_invented_product_another_style_or_an_add_fails_the_grade(intent):
     search = Step({"name": "search_products", "arguments": task["gold_actions"][0]["arguments"]})
     assert grade(task, world_for(task), right, [search, Step({"name": "finish"})]).success
     assert not grade(task, world_for(task), "Found P1E3 for $112.", [search, Step({"name": "finish"})]).success
-    other = next(s for s in E.STYLES if s != task["slots"]["style"])
+    other = next(s for s in entities.STYLES if s != task["slots"]["style"])
     assert not grade(task, world_for(task), right.replace(task["slots"]["style"], other),
                      [search, Step({"name": "finish"})]).success
     world = world_for(task)
@@ -89,16 +88,16 @@ def test_an_invented_product_another_style_or_an_add_fails_the_grade(intent):
 
 @BOTH
 def test_the_training_split_holds_no_heldout_value_or_wording(intent):
-    matcher, heldout_combos = grammar.heldout_matcher(), set(E.pool("combo", "heldout"))
-    heldout_styles = set(E.pool("unknown_style", "heldout"))
-    assert heldout_styles and set(E.pool("unknown_style", "train"))
+    matcher, heldout_combos = grammar.heldout_matcher(), set(entities.pool("combo", "heldout"))
+    heldout_styles = set(entities.pool("unknown_style", "heldout"))
+    assert heldout_styles and set(entities.pool("unknown_style", "train"))
     for _, seed in task_seeds("train", 300, 8, [intent]):
         task = build_task(intent, "train", seed, "train")[0]
         words = set(re.findall(r"[a-z]+", task["instruction"].lower()))
-        assert not words & (heldout_styles | {E.plural(s) for s in heldout_styles}), task["instruction"]
+        assert not words & (heldout_styles | {entities.plural(s) for s in heldout_styles}), task["instruction"]
         slots = task["slots"]
         assert f"{slots['color']}|{slots['size']}" not in heldout_combos
-        assert all(E.split_of("product", pid) == "train" for pid in world_for(task).products)
+        assert all(entities.split_of("product", pid) == "train" for pid in world_for(task).products)
         assert not matcher.search(task["instruction"]), task["instruction"]
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from engine.trace import GenerationConfig
+from engine.trace import ConfigError, GenerationConfig
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.agent import STOPPED, act, cancelled, prompt_ids_for, run_episode
@@ -119,3 +119,18 @@ def test_stop_between_replies_starts_no_new_generation():
                       on_step=steps.append, on_frame=frames.append, should_stop=should_stop)
     assert (answer, why) == (None, STOPPED) and len(steps) == 1 and not cancelled(steps[0].result)
     assert steps[0].call == task["gold_actions"][0] and len(frames) == frames_at_stop[0] > 0
+
+
+def test_only_an_outgrown_context_ends_the_loop_quietly():
+    """A transcript past the model's context is out of budget (the loop ends with the sentence);
+    any other ConfigError is a setting that can never work and reaches the caller as it is."""
+    task = make_task("shop_add", "heldout", 5)
+    small = FakeDiffusionBackend(oracle_target([task]), max_length=CONFIG.gen_length + 8)
+    steps: list = []
+    answer, why = act(small, world_for(task), [{"role": "user", "content": task["instruction"]}], CONFIG,
+                      on_step=steps.append)
+    assert answer is None and "prompt is" in why and "tokens long" in why and steps == []
+    backend = FakeDiffusionBackend(oracle_target([task]))
+    with pytest.raises(ConfigError, match="cache"):
+        act(backend, world_for(task), [{"role": "user", "content": task["instruction"]}],
+            CONFIG.replace(cache="dual"))

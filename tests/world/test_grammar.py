@@ -10,8 +10,7 @@ from collections import Counter
 import pytest
 
 from engine.trace import GenerationConfig
-from world import grammar
-from world import phrasebook as P
+from world import grammar, phrasebook
 from world.agent import run_episode
 from world.format import render_call
 from world.oracle import OracleModel
@@ -46,25 +45,25 @@ def test_train_split_makes_at_least_1000_distinct_instructions_per_intent(intent
 
 
 def test_heldout_frames_are_new_cells_of_training_parts():
-    for group, frames in P.FRAMES.items():
+    for group, frames in phrasebook.FRAMES.items():
         train = {(k, o) for k, o, _, held in frames if not held}
         held = [(k, o) for k, o, _, h in frames if h]
         assert held and train and not set(held) & train, group
         for _, _, pattern, _ in frames:   # every family a frame uses has training words
-            assert grammar.families_in(pattern) <= set(P.WORDS), pattern
-    for table in (P.JOINERS, *P.CLAUSES.values(), *P.OUTSIDE_FRAMES.values()):
+            assert grammar.families_in(pattern) <= set(phrasebook.WORDS), pattern
+    for table in (phrasebook.JOINERS, *phrasebook.CLAUSES.values(), *phrasebook.OUTSIDE_FRAMES.values()):
         assert any(h for _, h in table) and any(not h for _, h in table)
 
 
 def test_heldout_words_are_nowhere_in_the_training_parts():
     matcher = grammar.heldout_word_matcher()
-    training_text = [w for ws in P.WORDS.values() for w in ws] + list(P.OPENERS + P.CLOSERS)
-    training_text += [f[2] for fs in P.FRAMES.values() for f in fs] + [j for j, _ in P.JOINERS]
-    training_text += [c for cs in P.CLAUSES.values() for c, _ in cs]
-    training_text += [f for fs in P.OUTSIDE_FRAMES.values() for f, _ in fs]
+    training_text = [w for ws in phrasebook.WORDS.values() for w in ws] + list(phrasebook.OPENERS + phrasebook.CLOSERS)
+    training_text += [f[2] for fs in phrasebook.FRAMES.values() for f in fs] + [j for j, _ in phrasebook.JOINERS]
+    training_text += [c for cs in phrasebook.CLAUSES.values() for c, _ in cs]
+    training_text += [f for fs in phrasebook.OUTSIDE_FRAMES.values() for f, _ in fs]
     training_text += [t for ts in INSTRUCTIONS.values() for t in ts]
     assert [t for t in training_text if matcher.search(t)] == []
-    assert set(P.HELDOUT_WORDS) <= set(P.WORDS)
+    assert set(phrasebook.HELDOUT_WORDS) <= set(phrasebook.WORDS)
     assert matcher.search("Put it in my trolley") and not matcher.search("Put it in my cart")
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from engine.trace import GenerationConfig
-from world import entities as E
+from world import entities
 from world.agent import run_episode
 from world.documents import check_html, check_latex
 from world.grader import grade_document
@@ -78,9 +78,9 @@ def test_task_values_come_from_their_split(split):
         for key, kind in (("name", "name"), ("address", "address"), ("customer_id", "customer"),
                           ("course", "course"), ("activity", "activity")):
             if key in s:
-                assert E.split_of(kind, s[key]) == split, (task["id"], key)
+                assert entities.split_of(kind, s[key]) == split, (task["id"], key)
         if "size" in s:
-            assert E.split_of("combo", f"{s['color']}|{s['size']}") == split
+            assert entities.split_of("combo", f"{s['color']}|{s['size']}") == split
 
 
 # -- documents -------------------------------------------------------------------------------

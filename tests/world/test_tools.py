@@ -3,7 +3,7 @@
 import jsonschema
 import pytest
 
-from world import entities as E
+from world import entities
 from world.format import full_system_prompt, render_response
 from world.start import world_for
 from world.state import make_world
@@ -43,22 +43,23 @@ def test_prompt_and_openai_tools_come_from_the_registry():
     assert all(f'"name":"{name}"' in prompt for name in EXPECTED)
 
 
-@pytest.mark.parametrize("split", E.SPLITS)
+@pytest.mark.parametrize("split", entities.SPLITS)
 def test_world_is_deterministic_and_stays_in_its_split(split):
     a, b = make_world(7, split), make_world(7, split)
     assert a.products == b.products and a.customers == b.customers and a.invoices == b.invoices
     assert make_world(8, split).products != a.products
-    assert all(E.split_of("product", pid) == split for pid in a.products)
-    assert all(E.split_of("customer", cid) == split and E.split_of("name", c["name"]) == split
+    assert all(entities.split_of("product", pid) == split for pid in a.products)
+    assert all(entities.split_of("customer", cid) == split and entities.split_of("name", c["name"]) == split
                for cid, c in a.customers.items())
-    assert all(E.split_of("invoice", i) == split for i in a.invoices)
+    assert all(entities.split_of("invoice", i) == split for i in a.invoices)
     if split == "train":
-        assert all(E.split_of("combo", f"{p['color']}|{s}") == "train" for p in a.products.values() for s in p["stock"])
+        assert all(entities.split_of("combo", f"{p['color']}|{s}") == "train"
+                   for p in a.products.values() for s in p["stock"])
 
 
 def test_split_pools_are_disjoint_and_both_non_empty():
-    for kind in E.ENTITY_KINDS:
-        train, held = set(E.pool(kind, "train")), set(E.pool(kind, "heldout"))
+    for kind in entities.ENTITY_KINDS:
+        train, held = set(entities.pool(kind, "train")), set(entities.pool(kind, "heldout"))
         assert train and held and not train & held, kind
 
 
@@ -99,7 +100,7 @@ def test_cart_and_checkout():
     assert call_tool(world, "add_to_cart", {"product_id": "P1A1", "size": "L", "quantity": 2}) == out_of_stock
     assert call_tool(world, "view_cart", {}) == {"items": [{"id": "P1A1", "size": "L", "qty": 2}], "total": 50}
     order = call_tool(world, "checkout_guest", {"name": "A B", "email": "a@b.c", "address": "1 X St"})
-    assert order["total"] == 50 and E.split_of("order", order["order"]) == "train"
+    assert order["total"] == 50 and entities.split_of("order", order["order"]) == "train"
     assert world.cart == [] and world.orders[0]["items"] == [["P1A1", "L", 2]]
 
 

@@ -9,8 +9,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from world import agent
-from world import entities as E
+from world import agent, entities
 from world.start import world_for
 from world.state import World, make_world, random_product
 from world.tasks import load_heldout_tasks
@@ -28,15 +27,15 @@ def stocked_setup(seed: int = BACKGROUND["seed"], split: str = BACKGROUND["split
     world = make_world(seed, split)
     rng = random.Random(f"chat-world:{seed}:{split}")
     products: dict[str, Any] = {}
-    for style in E.STYLES:
+    for style in entities.STYLES:
         mine = {pid: p for pid, p in world.products.items() if p["style"] == style}
-        colors = [c for c in E.COLORS if c not in {p["color"] for p in mine.values()}]
+        colors = [c for c in entities.COLORS if c not in {p["color"] for p in mine.values()}]
         for color in rng.sample(colors, PER_STYLE - len(mine)) if len(mine) < PER_STYLE else []:
-            options = E.sizes_for(color, split)
+            options = entities.sizes_for(color, split)
             chosen = rng.sample(options, min(len(options), rng.randint(2, 3)))
             pid = world.new_id("product")
             world.products[pid] = mine[pid] = random_product(
-                rng, split, style, color, tuple(s for s in E.SIZES if s in chosen))
+                rng, split, style, color, tuple(s for s in entities.SIZES if s in chosen))
         products.update(mine)
     return {"products": products}
 
@@ -83,7 +82,7 @@ def no_answer_note(steps_taken: int, early: str = "") -> str:
 def _shop_item(world: World, skip_style: str = "") -> tuple[str, str, str] | None:
     """(colour, style, size) of the first product in id order with two sizes or more, another style than skip_style."""
     for _pid, p in sorted(world.products.items()):
-        sizes = [s for s in E.SIZES if s in p["stock"]]
+        sizes = [s for s in entities.SIZES if s in p["stock"]]
         if len(sizes) >= 2 and p["style"] != skip_style:
             return p["color"], p["style"], sizes[-1]
     return None
