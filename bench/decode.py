@@ -276,7 +276,7 @@ def decode_config(decoding: str, *, gen_length: int, block_size: int, steps: int
     """The GenerationConfig of a DECODINGS entry at these sizes. Dream decodes the whole canvas
     as one block; Fast-dLLM v2's sub-blocks are at most a block; LLaDA2's "temperature 0" samples
     at 1 (its reference does), so its default is 1."""
-    from engine.catalog import DECODINGS
+    from engine.presets import DECODINGS
 
     if decoding not in DECODINGS:
         raise ValueError(f"Unknown decoding '{decoding}'; choose one of {', '.join(DECODINGS)}.")

@@ -8,8 +8,8 @@ import torch
 
 import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
-from engine.catalog import PRESETS_BY_NAME
 from engine.generate import generate, run
+from engine.presets import PRESETS_BY_NAME
 from engine.trace import CACHE_MODES, ConfigError, GenerationConfig
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 

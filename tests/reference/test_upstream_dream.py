@@ -8,8 +8,8 @@ import torch
 
 import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
-from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
+from engine.presets import DECODINGS, PRESETS_BY_NAME
 from engine.trace import GenerationConfig
 from reference import dream as reference
 from reference.noise import damp_mask_logit

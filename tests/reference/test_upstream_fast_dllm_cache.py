@@ -11,8 +11,8 @@ import torch
 
 import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
-from engine.catalog import DECODINGS
 from engine.generate import run
+from engine.presets import DECODINGS
 from engine.trace import GenerationConfig
 from reference import dream as dream_reference
 from reference import fast_dllm_cache as reference

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import tests.tiny_models as tm
-from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
+from engine.presets import DECODINGS, PRESETS_BY_NAME
 from engine.trace import GenerationConfig
 from reference import fast_dllm_v2 as reference
 

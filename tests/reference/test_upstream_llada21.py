@@ -9,8 +9,9 @@ import torch
 
 import tests.tiny_models as tm
 from engine.backends.block_causal import BlockCausalBackend
-from engine.catalog import DECODINGS, PRESETS_BY_NAME, build_backend
+from engine.catalog import build_backend
 from engine.generate import run
+from engine.presets import DECODINGS, PRESETS_BY_NAME
 from engine.trace import GenerationConfig
 from reference import llada21 as reference
 from reference.noise import damp_mask_logit

@@ -8,8 +8,8 @@ import itertools
 import pytest
 
 import tests.tiny_models as tm
-from engine.catalog import DECODINGS, PRESETS_BY_NAME
 from engine.generate import run
+from engine.presets import DECODINGS, PRESETS_BY_NAME
 from engine.trace import GenerationConfig
 from reference import sdar as reference
 
