@@ -24,12 +24,12 @@ from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
 
 from .cards import card_for
-from .chat import EMPTY_PANEL, failure, file_list
+from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
 from .conversation_world import DEFAULT_WORLD
 from .exports import export_answer
 from .live import TraceView, markdown_safe
-from .messages import user_error
+from .messages import failure, user_error
 from .names import with_names
 from .runs import Exchange, Run, run_key, save
 from .settings import AGENT_DEFAULTS, read_settings
@@ -41,6 +41,7 @@ from .widgets import (
     QUIET,
     card_examples,
     card_update,
+    file_list,
     model_picker,
     stopper,
     with_settings,

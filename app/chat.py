@@ -18,60 +18,45 @@ Handlers are plain (generator) functions; every streaming update is one tuple of
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Generator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from engine.backends.base import BackendError
 from engine.trace import ConfigError
-from sessions import StoreError, TurnRecord
+from sessions import TurnRecord
 from world.agent import STOPPED, act
 from world.state import World
 from world.tools import FINISH, call_tool
 
-from .cards import card_for, system_prompt_warning
+from .answer_versions import AnswerVersion, AnswerVersions
 from .chat_turn import EMPTY_PANEL, ChatTurn
-from .controls import generation_controls
 from .conversation_world import (
     DEFAULT_WORLD,
     MAX_TOOL_STEPS,
     model_context,
-    world_examples,
     world_from_spec,
     world_spec_for,
 )
 from .exports import export_answer
-from .live import TraceView, replay
-from .messages import user_error
+from .live import TraceView
+from .messages import failure, user_error
 from .names import with_names
-from .runs import Exchange, Run, run_key, save, title_of
-from .settings import DEFAULTS, read_settings
+from .runs import Exchange, Run, save, title_of
+from .settings import read_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns
-from .structured import INFO as SCHEMA_INFO
-from .structured import load_example, structured_answer
+from .structured import structured_answer
+from .trace_panel import scrubber_for
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import (
-    GENERATE,
-    PLOT_MIN_WIDTH,
-    QUIET,
-    card_examples,
-    card_update,
-    focus_js,
-    model_picker,
-    stopper,
-    with_settings,
+    file_list,
 )
-from .world_page import WAITING_HTML
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row", "world_page")
-# The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
-# buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
-CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 
@@ -82,42 +67,6 @@ def updates(**values: Any) -> tuple:
     if unknown:
         raise KeyError(f"not a chat output: {sorted(unknown)}")
     return tuple(values[name] if name in values else gr.skip() for name in CHAT_OUTPUTS)
-
-
-def failure(exc: Exception) -> gr.Error:
-    """What a person reads when a run fails: our sentence, or the crash in one line."""
-    if isinstance(exc, (ConfigError, BackendError, StoreError)):
-        return user_error(str(exc))
-    return user_error(f"The model failed while generating ({type(exc).__name__}: {exc}). Nothing was saved for "
-                      "this answer; try other settings or another model.")
-
-
-def scrub_panel(trace: TraceView | None, frame_number: Any) -> Any:
-    """The grid as it stood after frame `frame_number` (1-based; 0 = before the first forward)."""
-    if trace is None or not trace.frames:
-        return gr.skip()
-    if int(frame_number or 0) <= 0:
-        return trace.before_first_forward("replay")
-    return trace.panel("replay", upto=int(frame_number) - 1)
-
-
-def play_again(trace: TraceView | None, pace_ms: Any) -> Generator[tuple[Any, Any], None, None]:
-    """The Replay button: (panel, scrubber) from round 0 to the end at the playback pace."""
-    if trace is None or not trace.frames:
-        raise user_error("There is nothing to replay yet: run a generation first.")
-    for html, frame_number in replay(trace, pace_ms):
-        yield html, gr.Slider(value=frame_number)
-
-
-def file_list(paths: list[Any]) -> Any:
-    """A File output showing `paths` (hidden when there are none)."""
-    return gr.update(value=[str(p) for p in paths] or None, visible=bool(paths))
-
-
-def scrubber_for(trace: TraceView) -> Any:
-    n = max(1, len(trace.frames))
-    return gr.Slider(minimum=0, maximum=n, value=n, step=1, visible=True, interactive=True,
-                     label=f"Replay: frame (model forward) 0-{n}, 0 = before the first forward")
 
 
 # -- the conversation's world -----------------------------------------------------------------
@@ -135,39 +84,6 @@ def stored_world(conversation: Mapping[str, Any]) -> World:
     return world
 
 
-QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
-               "now.")
-# Runs in the page as the message is sent, before the event's inputs leave (it returns them
-# unchanged): the box empties, and while an answer is being drawn the status says the message waits.
-# textContent, never HTML: the message is the person's text.
-SEND_JS = r"""(...inputs) => {
-  const message = String(inputs[0] || "");
-  const box = document.querySelector("#prompt textarea");
-  if (box && message.trim()) {
-    box.value = "";
-    box.dispatchEvent(new Event("input", {bubbles: true}));
-    const busy = document.querySelector('#live-panel [data-mode="live"], #live-panel [data-mode="loading"]');
-    const status = document.querySelector("#chat-status .prose") || document.querySelector("#chat-status");
-    if (busy && status) {
-      const shown = message.split(/\s+/).join(" ").trim();
-      status.textContent = NOTE.replace("{message}", shown.length > 60 ? shown.slice(0, 60) + "…" : shown);
-    }
-  }
-  return inputs;
-}""".replace("NOTE", json.dumps(QUEUED_NOTE))
-COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
-
-
-def answer_text(history: list[dict[str, Any]] | None) -> str:
-    """The last answer as the person reads it (plain text, ids named), for the Copy answer button;
-    a tool step's card, a note and the Markdown around them are not part of it."""
-    for entry in reversed(history or []):
-        if entry["role"] == "assistant" and not entry.get("title") and not entry.get("note") and entry.get("shown"):
-            gr.Info(f"Copied the last answer ({len(entry['shown'])} characters).")
-            return entry["shown"]
-    raise user_error("There is no answer to copy yet: send a message first.")
-
-
 def named_answers(entries: list[dict[str, Any]], world: World, structured: bool) -> list[dict[str, Any]]:
     """The turn's answers as shown, with the world's name beside each id they mention (app/names.py);
     what the model reads back (`content`) stays as it wrote it."""
@@ -177,30 +93,25 @@ def named_answers(entries: list[dict[str, Any]], world: World, structured: bool)
             if e["role"] == "assistant" and not e.get("title") and e.get("shown") else e for e in entries]
 
 
-def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
-    """The warning under the system prompt box: shown when the model's card says it does not know
-    this system prompt (app/cards.py), hidden otherwise."""
-    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)   # escaped text
-    return gr.update(value=f'<div class="dp-notice" role="status">{warning}</div>' if warning else "",
-                     visible=bool(warning))
-
-
 def untouched(world: World) -> bool:
     """Whether `world` is still a new chat's world as made (nothing bought, booked or changed by hand)."""
     return world.end_state() == world_from_spec(DEFAULT_WORLD).end_state()
 
 
-def chat_prompts(card: Any) -> list[str]:
-    """The card's examples about the world a new chat starts in, the one the page beside the panel shows."""
-    return world_examples(card.examples, world_from_spec(DEFAULT_WORLD))
+@dataclass
+class TurnAsk:
+    """What one turn is asked to do: the message, the chat's state as the page holds it, and the
+    person's choices beside the generation settings."""
 
-
-def version_label(versions: dict[str, Any] | None) -> str:
-    if not versions or len(versions["items"]) < 2:
-        return ""
-    item = versions["items"][versions["at"]]
-    seed = f" · seed {item['seed']}" if item.get("seed") is not None else ""
-    return f"Answer version {versions['at'] + 1}/{len(versions['items'])}{seed}"
+    message: str
+    history: list[dict[str, Any]] | None
+    conversation_id: int | None
+    world: World | None
+    versions: AnswerVersions | None
+    model: str
+    system: str
+    random_seed: bool
+    regenerating: bool = False          # the last message answered again (its earlier answers kept)
 
 
 class ChatHandlers:
@@ -220,52 +131,49 @@ class ChatHandlers:
 
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
-               world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+               world: World | None, versions: AnswerVersions | None, model: str, system: str, random_seed: bool,
                *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. The
         page empties the message box when it sends (SEND_JS): a message queued behind a running answer
         must not empty the box when its turn comes, as it may hold the next message by then."""
-        yield from self._turn(message, history, conversation_id, world, versions, model, system, random_seed,
-                              settings, key, regenerating=False)
+        yield from self._turn(TurnAsk(message, history, conversation_id, world, versions, model, system, random_seed),
+                              settings, key)
 
     def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
-                   versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
+                   versions: AnswerVersions | None, model: str, system: str, random_seed: bool,
                    *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer the last message again; the earlier answers stay as versions (and stay stored).
         With temperature > 0 a new seed is drawn."""
         history = list(history or [])
-        start = versions["start"] if versions else max(
+        start = versions.start if versions else max(
             (i for i, m in enumerate(history) if m["role"] == "user"), default=None)
         if start is None or start >= len(history) - 1:
             raise user_error("There is no answer to regenerate yet: send a message first.")
         if versions:
-            world = versions["before"].clone()
-        yield from self._turn(history[start]["content"], history[:start], conversation_id, world, versions, model,
-                              system, random_seed, settings, key, regenerating=True)
+            world = versions.before.clone()
+        yield from self._turn(TurnAsk(history[start]["content"], history[:start], conversation_id, world, versions,
+                                      model, system, random_seed, regenerating=True), settings, key)
 
-    def _turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
-              world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
-              settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
+    def _turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
         """The turn; refused before anything is drawn (bad settings, a prompt too long), the message goes
         back into the box the page emptied as it sent (SEND_JS), so nothing typed is lost."""
         drawn = False
-        turn = self._run_turn(message, history, conversation_id, world, versions, model, system, random_seed,
-                              settings, key, regenerating)
+        turn = self._run_turn(ask, settings, key)
         try:
             for update in turn:
                 drawn = True
                 yield update
         except gr.Error:
-            if not drawn and not regenerating and (message or "").strip():
-                yield updates(prompt=message)
+            if not drawn and not ask.regenerating and (ask.message or "").strip():
+                yield updates(prompt=ask.message)
             raise
         finally:
             turn.close()                 # a closed handler (a client's cancel) closes the turn, which saves
 
-    def _run_turn(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
-                  world: World | None, versions: dict[str, Any] | None, model: str, system: str, random_seed: bool,
-                  settings: Mapping[str, Any], key: tuple, regenerating: bool) -> Generator[tuple, None, None]:
-        message = message or ""
+    def _run_turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
+        message, history, conversation_id, world, versions = (ask.message or "", ask.history, ask.conversation_id,
+                                                              ask.world, ask.versions)
+        model, system, random_seed, regenerating = ask.model, ask.system, ask.random_seed, ask.regenerating
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
         try:
@@ -303,17 +211,16 @@ class ChatHandlers:
             conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             shown = history + [user] + entries
-            item = {"entries": entries, "world": world.clone(),
-                    "seed": config.seed if config.temperature > 0 else None}
+            version = AnswerVersion(entries, world.clone(), config.seed if config.temperature > 0 else None)
             if regenerating and versions:
-                versions = {**versions, "items": [*versions["items"], item], "at": len(versions["items"])}
+                versions = versions.added(version)
             else:
-                versions = {"start": len(history), "before": before, "items": [item], "at": 0}
+                versions = AnswerVersions.first(len(history), before, version)
             final = dict(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
                          conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
                          status=turn.status(config, conversation_id, run.stop_requested),
-                         version=version_label(versions), versions_row=gr.Row(visible=len(versions["items"]) > 1))
+                         version=versions.label(), versions_row=gr.Row(visible=len(versions.items) > 1))
             if not turn.view.frames:
                 yield updates(**final)
                 return
@@ -383,27 +290,25 @@ class ChatHandlers:
         return ended
 
     # -- versions, edit, new ------------------------------------------------------------------
-    def show_version(self, history: list[dict[str, Any]] | None, versions: dict[str, Any] | None, delta: int) -> tuple:
+    def show_version(self, history: list[dict[str, Any]] | None, versions: AnswerVersions | None, delta: int) -> tuple:
         """(chatbot, history, world, versions, version label): the previous / next answer version;
         the model's context follows the version shown."""
-        if not versions or len(versions["items"]) < 2:
+        if not versions or len(versions.items) < 2:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        at = max(0, min(len(versions["items"]) - 1, versions["at"] + int(delta)))
-        versions = {**versions, "at": at}
-        item = versions["items"][at]
-        shown = list(history or [])[: versions["start"] + 1] + item["entries"]
-        return chat_messages(shown), shown, item["world"].clone(), versions, version_label(versions)
+        versions = versions.moved(delta)
+        shown = list(history or [])[: versions.start + 1] + versions.shown.entries
+        return chat_messages(shown), shown, versions.shown.world.clone(), versions, versions.label()
 
     def edit_last(self, history: list[dict[str, Any]] | None, world: World | None,
-                  versions: dict[str, Any] | None) -> tuple:
+                  versions: AnswerVersions | None) -> tuple:
         """(prompt, history, chatbot, world, versions, label, versions row): the last message back in the prompt
         box, it and its answer out of the chat (they stay stored), the world as before them."""
         history = list(history or [])
         start = max((i for i, m in enumerate(history) if m["role"] == "user"), default=None)
         if start is None:
             raise user_error("There is no message to edit yet: send one first.")
-        if versions and versions["start"] == start:
-            world = versions["before"].clone()
+        if versions and versions.start == start:
+            world = versions.before.clone()
         kept = history[:start]
         return history[start]["content"], kept, chat_messages(kept), world, None, "", gr.Row(visible=False)
 
@@ -435,126 +340,3 @@ class ChatHandlers:
         return save(self.ctx, exchange)
 
 
-# -- layout -----------------------------------------------------------------------------------
-def build(ctx: AppContext) -> dict[str, Any]:
-    """The Chat tab's components and events, inside the caller's gr.Tab; returns what other tabs
-    wire to (the model picker)."""
-    chat = ChatHandlers(ctx)
-    history, conversation_id, world = gr.State([]), gr.State(None), gr.State(None)
-    trace, versions = gr.State(None), gr.State(None)
-    card = card_for(ctx.default_model, ctx.registry.listing())
-    with gr.Row():
-        with gr.Column(scale=5):
-            model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
-            # the conversation and the message box first, so both are on the first screen (1440x960
-            # and 400x800); the model's card and examples follow the buttons
-            # Gradio's own copy buttons copy each message's Markdown source, tool cards and titles
-            # included; this one copies the last answer as the person reads it
-            copy_btn = gr.Button("Copy answer", size="sm", elem_id="copy-answer", render=False)
-            chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
-                                 sanitize_html=True, feedback_options=None, buttons=[copy_btn],
-                                 placeholder="The conversation shows here. Examples to try are below the buttons.")
-            prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
-                                placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
-            with gr.Row():
-                send_btn = gr.Button("Send", variant="primary", elem_id="send")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                regen_btn = gr.Button("Regenerate", elem_id="regenerate")
-                edit_btn = gr.Button("Edit last", elem_id="edit-last")
-                new_btn = gr.Button("New chat", elem_id="new-chat")
-            with gr.Row(equal_height=True, visible=False) as versions_row:     # shown once there are two
-                prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
-                version = gr.Markdown(elem_id="version-label")
-                next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
-            status = gr.Markdown(elem_id="chat-status")
-            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send",
-                                              prompts=chat_prompts(card))
-        with gr.Column(scale=6):
-            panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
-            with gr.Row(equal_height=False):
-                scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
-                                     scale=5, info="Drag to any model forward of the last answer.")
-                replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
-            with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
-                world_page = gr.HTML(WAITING_HTML, elem_id="chat-world-page")
-            system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
-                                info="Text the model reads before the conversation; empty uses the model's own.")
-            system_note = gr.Markdown(visible=False, elem_id="system-warning")
-            with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
-                schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
-                                    info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
-                schema_example = gr.Button("Load an example schema (an order) and its prompt", size="sm",
-                                           elem_id="chat-schema-example")
-            with gr.Accordion("Generation settings", open=True):
-                random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
-                                          elem_id="chat-random-seed",
-                                          info="Off: every answer uses the Seed below, so Regenerate repeats it.")
-                controls = generation_controls("chat", DEFAULTS, ctx=ctx)
-                controls["schema"] = schema          # read by the handler with the settings, by name
-            export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
-            export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,
-                                   visible=False)
-            export_preview = gr.HTML(elem_id="export-preview")
-    with gr.Row():
-        heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
-        commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
-    names = list(controls)
-    shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
-    outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
-               status, version, versions_row, world_page]
-    submit = with_settings(chat.submit, "chat", names)
-
-    # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
-    # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
-    # answer leaves it; the page empties the box at once and the status says the message is queued.
-    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
-                   js=SEND_JS, **GENERATE)
-    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
-                  js=SEND_JS, **GENERATE)
-    regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
-                    **GENERATE)
-    stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
-    # every click steps one version, also a second click before the first one's update is back
-    # (Gradio's default drops a click while the button's last event is pending)
-    # the world shown beside the panel (the page's own, made when it opens), again after any
-    # event that puts another World in the tab (a version, Edit last, Sessions' Continue)
-    def show_world(current: World | None, request: gr.Request) -> tuple[World, str]:
-        return chat.world_view(current, run_key(request, "chat"))
-
-    for button, delta in ((prev_btn, -1), (next_btn, 1)):
-        button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
-                     [chatbot, history, world, versions, version], api_visibility="private",
-                     trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
-                                                            api_visibility="private", **QUIET)
-    edit_btn.click(chat.edit_last, [history, world, versions],
-                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private").then(
-        show_world, [world], [world, world_page], api_visibility="private", **QUIET)
-    # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
-    # world and model context.
-    def new_chat(request: gr.Request) -> tuple:
-        return chat.new_chat(run_key(request, "chat"))
-
-    for trigger in (new_btn.click, chatbot.clear):
-        trigger(new_chat, None, outputs, queue=False, api_visibility="private", **QUIET)
-    scrubber.input(scrub_panel, [trace, scrubber], [panel], trigger_mode="always_last", api_visibility="private",
-                   **QUIET)
-    replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
-                     **QUIET)
-    copied = gr.Textbox(visible=False, elem_id="copied-answer")
-    copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
-        None, [copied], None, js=COPY_JS)
-    export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
-    model.change(lambda name: card_update(ctx, name, chat_prompts), [model], [card_md, examples],
-                 api_visibility="private", **QUIET)
-    for trigger in (system.change, model.change):     # the card says which system prompts the model knows
-        trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
-                api_visibility="private", **QUIET)
-    # an example fills the box (the examples' label says so) and the cursor goes there: Enter sends it
-    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET).then(
-        None, None, None, js=focus_js("#prompt textarea"))
-    schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
-                         [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
-    return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
-            "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
-            "version": version, "versions_row": versions_row, "panel": panel, "world_page": world_page,
-            "show_world": show_world}

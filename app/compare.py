@@ -30,11 +30,11 @@ from visualizer.parts import part_count
 from world.agent import Step, act_steps
 
 from .cards import card_for
-from .chat import EMPTY_PANEL, failure
+from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
 from .conversation_world import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 from .live import TraceView
-from .messages import user_error
+from .messages import failure, user_error
 from .runs import Exchange, Run, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext

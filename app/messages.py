@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import gradio as gr
 
+from engine.backends.base import BackendError
+from engine.trace import ConfigError
+from sessions import StoreError
+
 
 def user_error(message: str) -> gr.Error:
     """A gr.Error to raise: the handler stops and the person reads `message`."""
@@ -18,3 +22,11 @@ def user_error(message: str) -> gr.Error:
 def warn(message: str) -> None:
     """A yellow toast; the handler goes on."""
     gr.Warning(str(message))
+
+
+def failure(exc: Exception) -> gr.Error:
+    """What a person reads when a run fails: our sentence, or the crash in one line."""
+    if isinstance(exc, (ConfigError, BackendError, StoreError)):
+        return user_error(str(exc))
+    return user_error(f"The model failed while generating ({type(exc).__name__}: {exc}). Nothing was saved for "
+                      "this answer; try other settings or another model.")

@@ -17,14 +17,14 @@ from engine.metrics import summary_line
 from sessions import StoreError
 from sessions.export_schema import MAX_TITLE_CHARS
 
-from .chat import file_list, play_again, scrub_panel, scrubber_for
 from .exports import ConversationImportError, export_answer, export_conversation, import_conversation
 from .live import REPLAY_MS, TraceView, markdown_safe
 from .messages import user_error
 from .settings import PACE_MS
 from .state import AppContext
 from .steps import call_marks, stored_sources
-from .widgets import PLOT_MIN_WIDTH
+from .trace_panel import play_again, scrub_panel, scrubber_for
+from .widgets import PLOT_MIN_WIDTH, file_list
 
 KIND_CHOICES = [("All", "all"), ("Chats", "chat"), ("Comparisons", "compare"), ("Agent runs", "agent"),
                 ("API calls", "api")]

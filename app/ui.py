@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import agent_tab, chat, compare, models_tab, sessions_tab
+from . import agent_tab, chat_tab, compare, models_tab, sessions_tab
 from .chat_turn import EMPTY_PANEL
 from .css import CSS
 from .live import markdown_safe
@@ -52,7 +52,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                     elem_id="notices", elem_classes=["dp-notice"])
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat_parts = chat.build(ctx)
+                chat_parts = chat_tab.build(ctx)
             with gr.Tab("Compare", id="compare"):
                 compare_parts = compare.build(ctx)
             with gr.Tab("Agent", id="agent"):

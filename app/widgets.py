@@ -90,3 +90,8 @@ def card_update(ctx: Any, name: str, prompts_of: Callable[[Card], list[str]] | N
 def focus_js(selector: str) -> str:
     """A page-side event step that puts the cursor in the element `selector` (an example's box)."""
     return f"() => {{ document.querySelector({json.dumps(selector)})?.focus(); }}"
+
+
+def file_list(paths: list[Any]) -> Any:
+    """A File output showing `paths` (hidden when there are none)."""
+    return gr.update(value=[str(p) for p in paths] or None, visible=bool(paths))

@@ -12,7 +12,8 @@ import gradio as gr
 import pytest
 
 from app.agent_tab import benchmark_tasks, task_label
-from app.chat import ChatHandlers, answer_text
+from app.chat import ChatHandlers
+from app.chat_tab import answer_text
 from app.chat_turn import CUT_CALL_NOTE, ChatTurn
 from app.conversation_world import DEFAULT_WORLD, world_from_spec
 from app.live import REPLAY_MS

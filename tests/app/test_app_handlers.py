@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from app.agent_tab import AgentHandlers
-from app.chat import CHAT_OUTPUTS, ChatHandlers, scrub_panel, stored_world
+from app.chat import CHAT_OUTPUTS, ChatHandlers, stored_world
 from app.compare import CompareHandlers
 from app.conversation_world import DEFAULT_WORLD, world_from_spec
 from app.live import markdown_safe
@@ -21,6 +21,7 @@ from app.models_tab import ModelsHandlers
 from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
+from app.trace_panel import scrub_panel
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
@@ -211,14 +212,14 @@ def test_regenerate_keeps_versions_and_edit_keeps_every_stored_turn(ctx):
     warm = named((64, 16, 8, "threshold", 0.9, 0.7, 0))
     again = settled(list(chat.regenerate(history, *state, settings=warm)))[-1]
     versions = again[OUT["versions"]]
-    seeds = [item["seed"] for item in versions["items"]]
-    assert len(again[OUT["history"]]) == 2 and len(versions["items"]) == 2 and versions["at"] == 1
+    seeds = [item.seed for item in versions.items]
+    assert len(again[OUT["history"]]) == 2 and len(versions.items) == 2 and versions.at == 1
     assert seeds[0] is None and seeds[1] is not None and f"seed {seeds[1]}" in again[OUT["status"]]
     third = settled(list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], versions, "fake-bd", "",
                                          False, settings=warm)))[-1]
-    assert third[OUT["versions"]]["items"][2]["seed"] != seeds[1]          # a new seed each time
+    assert third[OUT["versions"]].items[2].seed != seeds[1]          # a new seed each time
     shown, back, _world, older, label = chat.show_version(third[OUT["history"]], third[OUT["versions"]], -2)
-    assert older["at"] == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
+    assert older.at == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
     assert third[OUT["versions_row"]].visible and not final[OUT["versions_row"]].visible
     text, kept, shown, _world, _versions, _label, _row = chat.edit_last(back, _world, older)
     assert text == "Say hi" and kept == [] and shown == []

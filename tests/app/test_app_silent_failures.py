@@ -173,7 +173,7 @@ def test_a_card_that_lists_its_system_prompts_warns_only_outside_them(tmp_path, 
 
 
 def test_the_chat_tab_shows_the_warning_for_the_model_picked(tmp_path):
-    from app.chat import system_note_update
+    from app.chat_tab import system_note_update
 
     ctx = fake_context(tmp_path)
     assert system_note_update(ctx, "sprout-bd", PIRATE)["visible"] is True

@@ -1,0 +1,219 @@
+"""The Chat tab's layout: its components, the page-side scripts of the message box, and the events
+that wire them to the handlers of app/chat.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from world.state import World
+
+from .cards import card_for, system_prompt_warning
+from .chat import ChatHandlers
+from .chat_turn import EMPTY_PANEL
+from .controls import generation_controls
+from .conversation_world import (
+    DEFAULT_WORLD,
+    world_examples,
+    world_from_spec,
+)
+from .messages import user_error
+from .runs import run_key
+from .settings import DEFAULTS
+from .state import AppContext
+from .structured import INFO as SCHEMA_INFO
+from .structured import load_example
+from .trace_panel import play_again, scrub_panel
+from .widgets import (
+    GENERATE,
+    PLOT_MIN_WIDTH,
+    QUIET,
+    card_examples,
+    card_update,
+    focus_js,
+    model_picker,
+    stopper,
+    with_settings,
+)
+from .world_page import WAITING_HTML
+
+# The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
+# buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
+CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
+
+
+QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
+               "now.")
+
+
+# Runs in the page as the message is sent, before the event's inputs leave (it returns them
+# unchanged): the box empties, and while an answer is being drawn the status says the message waits.
+# textContent, never HTML: the message is the person's text.
+SEND_JS = r"""(...inputs) => {
+  const message = String(inputs[0] || "");
+  const box = document.querySelector("#prompt textarea");
+  if (box && message.trim()) {
+    box.value = "";
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    const busy = document.querySelector('#live-panel [data-mode="live"], #live-panel [data-mode="loading"]');
+    const status = document.querySelector("#chat-status .prose") || document.querySelector("#chat-status");
+    if (busy && status) {
+      const shown = message.split(/\s+/).join(" ").trim();
+      status.textContent = NOTE.replace("{message}", shown.length > 60 ? shown.slice(0, 60) + "…" : shown);
+    }
+  }
+  return inputs;
+}""".replace("NOTE", json.dumps(QUEUED_NOTE))
+
+
+COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
+
+
+def answer_text(history: list[dict[str, Any]] | None) -> str:
+    """The last answer as the person reads it (plain text, ids named), for the Copy answer button;
+    a tool step's card, a note and the Markdown around them are not part of it."""
+    for entry in reversed(history or []):
+        if entry["role"] == "assistant" and not entry.get("title") and not entry.get("note") and entry.get("shown"):
+            gr.Info(f"Copied the last answer ({len(entry['shown'])} characters).")
+            return entry["shown"]
+    raise user_error("There is no answer to copy yet: send a message first.")
+
+
+def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
+    """The warning under the system prompt box: shown when the model's card says it does not know
+    this system prompt (app/cards.py), hidden otherwise."""
+    warning = system_prompt_warning(card_for(model, ctx.registry.listing()), system)   # escaped text
+    return gr.update(value=f'<div class="dp-notice" role="status">{warning}</div>' if warning else "",
+                     visible=bool(warning))
+
+
+def chat_prompts(card: Any) -> list[str]:
+    """The card's examples about the world a new chat starts in, the one the page beside the panel shows."""
+    return world_examples(card.examples, world_from_spec(DEFAULT_WORLD))
+
+
+# -- layout -----------------------------------------------------------------------------------
+def build(ctx: AppContext) -> dict[str, Any]:
+    """The Chat tab's components and events, inside the caller's gr.Tab; returns what other tabs
+    wire to (the model picker)."""
+    chat = ChatHandlers(ctx)
+    history, conversation_id, world = gr.State([]), gr.State(None), gr.State(None)
+    trace, versions = gr.State(None), gr.State(None)
+    card = card_for(ctx.default_model, ctx.registry.listing())
+    with gr.Row():
+        with gr.Column(scale=5):
+            model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
+            # the conversation and the message box first, so both are on the first screen (1440x960
+            # and 400x800); the model's card and examples follow the buttons
+            # Gradio's own copy buttons copy each message's Markdown source, tool cards and titles
+            # included; this one copies the last answer as the person reads it
+            copy_btn = gr.Button("Copy answer", size="sm", elem_id="copy-answer", render=False)
+            chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
+                                 sanitize_html=True, feedback_options=None, buttons=[copy_btn],
+                                 placeholder="The conversation shows here. Examples to try are below the buttons.")
+            prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
+                                placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
+            with gr.Row():
+                send_btn = gr.Button("Send", variant="primary", elem_id="send")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                regen_btn = gr.Button("Regenerate", elem_id="regenerate")
+                edit_btn = gr.Button("Edit last", elem_id="edit-last")
+                new_btn = gr.Button("New chat", elem_id="new-chat")
+            with gr.Row(equal_height=True, visible=False) as versions_row:     # shown once there are two
+                prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
+                version = gr.Markdown(elem_id="version-label")
+                next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
+            status = gr.Markdown(elem_id="chat-status")
+            card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send",
+                                              prompts=chat_prompts(card))
+        with gr.Column(scale=6):
+            panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
+            with gr.Row(equal_height=False):
+                scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
+                                     scale=5, info="Drag to any model forward of the last answer.")
+                replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
+            with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
+                world_page = gr.HTML(WAITING_HTML, elem_id="chat-world-page")
+            system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
+                                info="Text the model reads before the conversation; empty uses the model's own.")
+            system_note = gr.Markdown(visible=False, elem_id="system-warning")
+            with gr.Accordion("Structured output: JSON schema", open=False, elem_id="chat-schema-box"):
+                schema = gr.Textbox("", label="JSON schema (optional)", lines=4, max_lines=18, elem_id="chat-schema",
+                                    info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
+                schema_example = gr.Button("Load an example schema (an order) and its prompt", size="sm",
+                                           elem_id="chat-schema-example")
+            with gr.Accordion("Generation settings", open=True):
+                random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
+                                          elem_id="chat-random-seed",
+                                          info="Off: every answer uses the Seed below, so Regenerate repeats it.")
+                controls = generation_controls("chat", DEFAULTS, ctx=ctx)
+                controls["schema"] = schema          # read by the handler with the settings, by name
+            export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
+            export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,
+                                   visible=False)
+            export_preview = gr.HTML(elem_id="export-preview")
+    with gr.Row():
+        heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
+        commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
+    names = list(controls)
+    shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
+    outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
+               status, version, versions_row, world_page]
+    submit = with_settings(chat.submit, "chat", names)
+
+    # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
+    # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
+    # answer leaves it; the page empties the box at once and the status says the message is queued.
+    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
+                   js=SEND_JS, **GENERATE)
+    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
+                  js=SEND_JS, **GENERATE)
+    regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
+                    **GENERATE)
+    stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
+    # every click steps one version, also a second click before the first one's update is back
+    # (Gradio's default drops a click while the button's last event is pending)
+    # the world shown beside the panel (the page's own, made when it opens), again after any
+    # event that puts another World in the tab (a version, Edit last, Sessions' Continue)
+    def show_world(current: World | None, request: gr.Request) -> tuple[World, str]:
+        return chat.world_view(current, run_key(request, "chat"))
+
+    for button, delta in ((prev_btn, -1), (next_btn, 1)):
+        button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
+                     [chatbot, history, world, versions, version], api_visibility="private",
+                     trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
+                                                            api_visibility="private", **QUIET)
+    edit_btn.click(chat.edit_last, [history, world, versions],
+                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private").then(
+        show_world, [world], [world, world_page], api_visibility="private", **QUIET)
+    # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
+    # world and model context.
+    def new_chat(request: gr.Request) -> tuple:
+        return chat.new_chat(run_key(request, "chat"))
+
+    for trigger in (new_btn.click, chatbot.clear):
+        trigger(new_chat, None, outputs, queue=False, api_visibility="private", **QUIET)
+    scrubber.input(scrub_panel, [trace, scrubber], [panel], trigger_mode="always_last", api_visibility="private",
+                   **QUIET)
+    replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
+                     **QUIET)
+    copied = gr.Textbox(visible=False, elem_id="copied-answer")
+    copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
+        None, [copied], None, js=COPY_JS)
+    export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
+    model.change(lambda name: card_update(ctx, name, chat_prompts), [model], [card_md, examples],
+                 api_visibility="private", **QUIET)
+    for trigger in (system.change, model.change):     # the card says which system prompts the model knows
+        trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
+                api_visibility="private", **QUIET)
+    # an example fills the box (the examples' label says so) and the cursor goes there: Enter sends it
+    examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET).then(
+        None, None, None, js=focus_js("#prompt textarea"))
+    schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
+                         [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
+    return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
+            "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
+            "version": version, "versions_row": versions_row, "panel": panel, "world_page": world_page,
+            "show_world": show_world}
