@@ -31,7 +31,8 @@ from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import failure, user_error
 from .names import with_names
-from .runs import Exchange, Run, run_key, save
+from .runs import Run, run_key
+from .saving import Exchange, save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, step_turns, steps_html

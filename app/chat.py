@@ -44,7 +44,8 @@ from .exports import export_answer
 from .live import TraceView
 from .messages import failure, user_error
 from .names import with_names
-from .runs import Exchange, Run, save, title_of
+from .runs import Run
+from .saving import Exchange, save, title_of
 from .settings import read_settings
 from .state import AppContext
 from .steps import chat_messages, context_messages, step_turns

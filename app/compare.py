@@ -35,7 +35,8 @@ from .controls import generation_controls
 from .conversation_world import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
 from .live import TraceView
 from .messages import failure, user_error
-from .runs import Exchange, Run, save, title_of
+from .runs import Run
+from .saving import Exchange, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import step_turns

@@ -1,5 +1,5 @@
 """The one run path of every tab: config -> the model computes in a worker thread -> frames are
-shown at the chosen pace -> Stop -> the exchange is saved in one transaction.
+shown at the chosen pace -> Stop; the tab then saves the exchange in one transaction (app/saving.py).
 
 The worker computes ahead and puts frames on a queue; the tab's handler (a generator) reads
 them through `Run.events()`, which hands each frame over with `show` telling whether to draw it
@@ -29,13 +29,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from engine.trace import Frame
-from sessions import StoreError, TurnRecord
 
-from .messages import warn
 from .throttle import Throttle
 from .turnstile import Turnstile
 
@@ -228,38 +226,3 @@ class Run:
                 return left
             if event.kind in ("frame", "step"):
                 left.append(event)
-
-
-# -- saving -----------------------------------------------------------------------------------
-@dataclass
-class Exchange:
-    """What one run adds to the store: a new conversation (conversation_id None: kind, title,
-    model and meta say what it is) or turns appended to an existing one."""
-
-    kind: str
-    title: str
-    model: str
-    turns: list[TurnRecord] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-    conversation_id: int | None = None
-
-
-def save(ctx: Any, exchange: Exchange, what: str = "This answer") -> int | None:
-    """Store the exchange in one transaction; its conversation id, or None (and a warning toast)
-    when there is no store or the write failed. An exchange with no turns writes nothing."""
-    store = ctx.store
-    if not exchange.turns:
-        return exchange.conversation_id
-    if store is None:
-        warn(f"{what} was not saved: {ctx.store_problem}")
-        return None
-    try:
-        return store.save_exchange(exchange.conversation_id, exchange.turns, kind=exchange.kind, title=exchange.title,
-                                   model=exchange.model, meta=exchange.meta)
-    except StoreError as exc:
-        warn(f"{what} was not saved: {exc}")
-        return None
-
-
-def title_of(text: str, limit: int = 80) -> str:
-    return " ".join(text.split())[:limit]
