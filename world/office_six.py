@@ -8,7 +8,10 @@ are held out (split "heldout": names, ids and amounts no training transcript hol
 is the templates' (and the training follow-up frames), as in the `templates` task set, so what
 the set measures is six requests in one world, not new sentence shapes: the `conversations` set's
 first conversation is the same plan in held-out wording. Gold and replay are the oracle's,
-drawn by conversations.draw; a seed whose chain does not fit Sprout's context is skipped.
+drawn by conversations.draw; a seed whose chain does not fit Sprout's context is skipped, and so
+is one with a request that only reads and whose answer is empty ("no invoices found"): the grader
+passes any finish there (the world is unchanged and no output is missing), so it would measure
+nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from world.conversations import SIX_OFFICE, draw, load_conversations
+from world.tools import TOOLS_BY_NAME
 
 OFFICE_SIX_PATH = Path(__file__).with_name("heldout_office_six.json")
 OFFICE_SIX_SIZE, OFFICE_SIX_SEED, OFFICE_SIX_VALIDATION_SEED = 12, 606, 6006
@@ -29,11 +33,18 @@ def make_office_six(n: int = OFFICE_SIX_SIZE, seed: int = OFFICE_SIX_SEED) -> li
     draw_seed = seed
     while len(chains) < n:
         chain = draw("heldout", draw_seed, PHRASING, plan=SIX_OFFICE)
-        if chain is not None:
+        if chain is not None and all(map(gradable, chain["turns"])):
             chain["id"] = f"office-six-{draw_seed}"
             chains.append(chain)
         draw_seed += 1
     return chains
+
+
+def gradable(turn: dict[str, Any]) -> bool:
+    """Whether only a right answer passes this request: it changes the world, or its answer must
+    name something (an id, a total, a status)."""
+    writes = any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in turn["gold_actions"])
+    return writes or bool(turn["outputs"])
 
 
 def load_office_six(path: str | Path = OFFICE_SIX_PATH) -> list[dict[str, Any]]:

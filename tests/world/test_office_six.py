@@ -39,6 +39,17 @@ def test_the_oracle_succeeds_on_every_request_of_every_chain():
     assert all(ran.success for ran in runs) and sum(len(ran.requests) for ran in runs) == 6 * len(runs)
 
 
+def test_only_a_right_answer_passes_a_request():
+    """Every request changes the world or must name something, so a model that calls nothing and
+    answers "nothing found" fails each one (a read-only request with an empty answer would pass)."""
+    chains = O.load_office_six()
+    assert all(O.gradable(t) for c in chains for t in c["turns"])
+    assert not O.gradable({"gold_actions": [{"name": "find_invoices"}, {"name": "finish"}], "outputs": []})
+    idle = lambda task: lambda messages: render_call("finish", {"answer": "No invoices found."})  # noqa: E731
+    runs = [run_conversation(None, c, GenerationConfig(), system=None, generate_for=idle) for c in chains]
+    assert [t.task_id for ran in runs for t in ran.requests if t.success] == []
+
+
 def test_one_wrong_request_fails_its_chain_and_no_other_request():
     chain = O.load_office_six()[0]
 
