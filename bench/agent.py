@@ -25,7 +25,7 @@ says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's tim
 the page's own work and its request to the world included), and the task seconds then include the
 browser (the pages loaded for each episode).
 
-`--task-set conversations` and `--task-set handwritten` run whole conversations instead
+`--task-set conversations`, `handwritten` and `office-six` run whole conversations instead
 (bench/conversations.py: graded per request and per conversation, and the cost by position).
 
 `--validation N` runs N validation tasks of the chosen set instead: phrased and valued as it
@@ -36,7 +36,6 @@ looking at a benchmark.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +53,7 @@ from bench.episodes import (
     write_lines,
 )
 from bench.report import load_model, print_report, progress_bar
+from bench.venue import VIAS, venue, via_of
 from engine.metrics import LABELS
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
@@ -100,7 +100,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     plain = list(backends)
     report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
-              "scaffold": scaffold, "via": "world" if pages is None else "webmcp",
+              "scaffold": scaffold, "via": via_of(pages),
               "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms)}
     if scaffold:
         report["median_ratio_scaffold"] = median_ratio(models, [f"{name} (scaffold)" for name in plain])
@@ -177,7 +177,8 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
     agent.add_argument("--task-set", choices=tuple(TASK_SETS) + tuple(CONVERSATION_SETS), default="templates",
                        help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
-                            "synonyms), conversations (2 to 6 requests each), handwritten (people's wording); "
+                            "synonyms), conversations (2 to 6 requests each), handwritten (people's wording), "
+                            "office-six (the six office tasks in one conversation); "
                             "--validation draws from the same kind")
     agent.add_argument("--sample", type=int, metavar="N",
                        help="conversation sets: N conversations spread evenly over the set (a quick measurement)")
@@ -188,7 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     task_set.add_argument("--validation", type=int, metavar="N",
                           help="N validation tasks (held-out values, none of the benchmark's) instead")
     agent.add_argument("--no-warmup", action="store_true")
-    agent.add_argument("--via", choices=("world", "webmcp"), default="world",
+    agent.add_argument("--via", choices=VIAS, default="world",
                        help="where tool calls run: on the World (default), or through its web pages in headless "
                             "Chromium (WebMCP)")
     agent.add_argument("--episodes", metavar="PATH",
@@ -245,7 +246,7 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
             args.baseline, args.device)
     system = None if args.system == "none" else args.system
     lines: list[str] = []
-    with _venue(args.via) as pages:
+    with venue(args.via) as pages:
         report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
                                      system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
                                      progress=progress_bar(), pages=pages,
@@ -256,16 +257,3 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     report["task_set"] = (f"{named}validation ({args.validation})" if args.validation
                           else args.tasks_file or f"{named or 'held-out '}benchmark")
     return report
-
-
-def _venue(via: str) -> Any:
-    """The web pages and their browser for `--via webmcp`; nothing for `--via world`."""
-    if via == "world":
-        return contextlib.nullcontext(None)
-    from world.webmcp.driver import CHROMIUM
-    from world.webmcp.venue import PageVenue
-
-    if not Path(CHROMIUM).exists():
-        raise OSError(f"--via webmcp needs Chromium at {CHROMIUM} (apt-get install -y chromium).")
-    return PageVenue()
-

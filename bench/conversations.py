@@ -1,4 +1,4 @@
-"""`python -m bench agent --task-set conversations|handwritten`: whole conversations, graded per
+"""`python -m bench agent --task-set conversations|handwritten|office-six`: whole conversations, graded per
 request and per conversation, and what the history costs.
 
 Each request is graded from the gold state before it (`success_rate`, `pass_hat_3` per request);
@@ -13,6 +13,10 @@ grows with it; Sprout's G layers keep a fixed-size state, and only its A layers'
 The prompt cache is on (it is cleared between conversations only), so each request prefills
 only what is new since the last reply. `position_ratio` = position P / position 1 of each number,
 P = 6 where conversations are that long (else the longest with requests).
+
+`office-six` (world/office_six.py) is the seed's six office tasks in one conversation, chain after
+chain. `--via webmcp` runs every tool call in the shop's and the office's pages (one visit per
+conversation, bench/venue.py) and adds `browser_ms_per_call`, as for tasks.
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ from bench.episodes import (
     forget_prompts,
     interleaved,
     median_ratio,
+    milliseconds,
     pass_hat_k,
     write_lines,
 )
 from bench.report import load_model, progress_bar
+from bench.venue import venue, via_of
 from engine.trace import GenerationConfig
 from world import conversations as C
+from world import office_six
 from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, one_request, prompt_ids_for, run_conversation
 
 # The seed's claim is about six tasks in a row: the ratio is read at position 6 when it exists.
@@ -47,6 +54,7 @@ RATIO_POSITION = 6
 CONVERSATION_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]] | None]] = {
     "conversations": (C.load_conversations, C.validation_conversations),
     "handwritten": (lambda: C.load_conversations(C.HANDWRITTEN_PATH), None),
+    "office-six": (office_six.load_office_six, office_six.validation_office_six),
 }
 
 
@@ -54,11 +62,13 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
                                config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
                                system: str | None = "auto", reads: str = "declared", warmup: bool = True,
                                progress: Callable[[int, int], None] | None = None,
-                               on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None
-                               ) -> dict[str, Any]:
+                               on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None,
+                               pages: Any = None) -> dict[str, Any]:
     """Every conversation `attempts` times on every backend, interleaved as run_agent_benchmark
     interleaves tasks; the per-request numbers are episode_summary()'s, plus the conversations', plus
-    the cost of the history by position (by_position)."""
+    the cost of the history by position (by_position). `pages` (a world.webmcp.venue.PageVenue)
+    runs every tool call in the shop's and the office's pages, one visit per conversation; the
+    report then says `via` webmcp and `browser_ms_per_call`, as run_agent_benchmark's does."""
     if not backends:
         raise ValueError("Give at least one backend to benchmark.")
     if not conversations or attempts < 1:
@@ -67,12 +77,15 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
     if warmup:
         for name in names:
             forget_prompts(backends[name])
-            run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads)
+            run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads,
+                             pages=pages)
+    if pages is not None:
+        pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
 
     def one_conversation(name: str, conversation: dict[str, Any], attempt: int) -> ConversationTranscript:
         forget_prompts(backends[name])
         return run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
-                                max_steps=max_steps, system=system, reads=reads)
+                                max_steps=max_steps, system=system, reads=reads, pages=pages)
 
     runs = interleaved(conversations, attempts, names, one_conversation, on_conversation, progress)
     kind_of = {f"{c['id']}.{k}": C.request_kind(t) for c in conversations for k, t in enumerate(c["turns"])}
@@ -94,7 +107,8 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
             row["successes"] += int(t.success)
     return {"models": models, "median_ratio": median_ratio(models, names), "tasks": len(conversations),
             "requests": len(kind_of), "attempts": attempts, "config": config.to_dict(), "groups": groups,
-            "scaffold": False, "reads": reads,
+            "scaffold": False, "reads": reads, "via": via_of(pages),
+            "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms),
             "by_position": {name: {**by_position(backends[name], [ran for _, ran in runs[name]]),
                                    "reads": what_it_reads(backends[name], reads)} for name in names}}
 
@@ -163,8 +177,8 @@ def conversation_record(name: str, attempt: int, ran: ConversationTranscript) ->
 
 
 def conversation_report(args: argparse.Namespace, config: GenerationConfig) -> dict[str, Any]:
-    if args.tasks_file or args.scaffold or args.via != "world":
-        raise ValueError(f"--task-set {args.task_set} takes neither --tasks-file, --scaffold nor --via webmcp.")
+    if args.tasks_file or args.scaffold:
+        raise ValueError(f"--task-set {args.task_set} takes neither --tasks-file nor --scaffold.")
     benchmark, validation = CONVERSATION_SETS[args.task_set]
     if args.validation is not None and validation is None:
         raise ValueError(f"The {args.task_set} set has no validation draw: it is written by hand.")
@@ -181,10 +195,12 @@ def conversation_report(args: argparse.Namespace, config: GenerationConfig) -> d
         backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
             args.baseline, args.device)
     lines: list[str] = []
-    report = run_conversation_benchmark(
-        backends, conversations[:count], args.attempts, config, max_steps=args.max_steps,
-        system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,
-        progress=progress_bar(), on_conversation=lambda *e: lines.append(json.dumps(conversation_record(*e))))
+    with venue(args.via) as pages:
+        report = run_conversation_benchmark(
+            backends, conversations[:count], args.attempts, config, max_steps=args.max_steps,
+            system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,
+            progress=progress_bar(), on_conversation=lambda *e: lines.append(json.dumps(conversation_record(*e))),
+            pages=pages)
     if args.episodes:
         write_lines(Path(args.episodes), lines)
     report["task_set"] = f"{args.task_set} validation ({args.validation})" if args.validation \

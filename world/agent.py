@@ -336,17 +336,21 @@ def _graded_world(task: dict[str, Any], steps: list[Step]) -> World:
 def run_conversation(backend: Any, conversation: dict[str, Any], config: GenerationConfig, *,
                      max_steps: int = DEFAULT_MAX_STEPS, system: str | None = "auto", reads: str = "declared",
                      generate_for: Callable[[dict[str, Any]], GenerateFn] | None = None,
-                     on_step: Callable[[Step], None] | None = None) -> ConversationTranscript:
+                     on_step: Callable[[Step], None] | None = None, pages: Any = None) -> ConversationTranscript:
     """Ask a conversation's requests one after another in one world (world/conversations.py).
     The model reads the chat so far, its own earlier calls and their responses included, unless
     `reads` (declared: what the weights declare, model_context; conversation; latest_request) says
     the latest request only. Each request is graded as a task (conversations.turn_task).
-    generate_for(task) gives a request's scripted model (the oracle) in place of the backend."""
+    generate_for(task) gives a request's scripted model (the oracle) in place of the backend.
+    pages: as run_episode's; the whole conversation is one visit, so its world goes behind the pages
+    once and every request's calls run there (the cart a request filled is the next one's)."""
     if system == "auto":
         system = _default_system(backend)
     started = time.perf_counter()
     world = world_for({"split": conversation["split"], "world": conversation["world"]})
-    history = [{"role": "system", "content": system_prompt(system)}] if system else []
+    page_tools = pages.episode(conversation, world) if pages is not None else None
+    listed = page_tools.tools.tools if page_tools is not None else None
+    history = [{"role": "system", "content": system_prompt(system, listed)}] if system else []
     out = ConversationTranscript(conversation["id"])
     for k in range(len(conversation["turns"])):
         task = turn_task(conversation, k)
@@ -367,7 +371,7 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
         t0 = time.perf_counter()
         transcript.final_answer, transcript.stopped = act(
             backend, world, context, config, max_steps=max_steps, on_step=record,
-            generate_fn=generate_for(task) if generate_for else None)
+            generate_fn=generate_for(task) if generate_for else None, page_tools=page_tools)
         transcript.seconds = time.perf_counter() - t0
         history += context[seen:]                 # the request's calls, responses and answer
         transcript.messages = context

@@ -71,3 +71,23 @@ def test_the_position_ratio_reads_position_six_or_the_last_there_is():
         "position": 3, "request_s": 4.0, "forward_ms": 4.0, "history_tokens": 3.0}
     seven = [row(k, float(k)) for k in range(1, 8)]
     assert position_ratio(seven)["position"] == 6 and position_ratio(seven)["request_s"] == 6.0
+
+
+def test_the_cli_runs_the_office_six_chains_graded_per_request_and_per_chain(capsys):
+    from world.office_six import load_office_six
+
+    chains = load_office_six()
+    code = main(["agent", "--model", "py:tests.world.scripted:oracle_office_six", "--baseline",
+                 "py:tests.world.scripted:babbling_ar", "--task-set", "office-six", "--tasks", "3", "--attempts", "3",
+                 "--no-warmup", "--json", "--system", "none", "--gen-length", "256", "--block-size", "32",
+                 "--steps", "32", "--sampler", "threshold", "--threshold", "0.9"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["tasks"] == 3 and report["requests"] == 18
+    assert report["task_set"] == "office-six benchmark"
+    assert report["via"] == "world" and report["browser_ms_per_call"] is None
+    oracle = report["models"]["py:tests.world.scripted:oracle_office_six"]
+    babbler = report["models"]["py:tests.world.scripted:babbling_ar"]
+    assert oracle["attempts"] == 54 and oracle["pass_hat_3"] == 1.0 and oracle["conversation_pass_hat_3"] == 1.0
+    assert oracle["conversations"] == 9 and oracle["conversation_success_rate"] == 1.0
+    assert babbler["successes"] == 0 and babbler["conversation_pass_hat_3"] == 0.0
+    assert len(chains) >= 10 and report["median_ratio"] is not None

@@ -166,3 +166,11 @@ def oracle_conversations() -> FakeDiffusionBackend:
     """The oracle over the conversation benchmark (`--task-set conversations`)."""
     return world_format(FakeDiffusionBackend(conversation_oracle_target(load_conversations()), max_length=8192,
                                              name="oracle-conversations"))
+
+
+def oracle_office_six() -> FakeDiffusionBackend:
+    """The oracle over the office-six chains (`--task-set office-six`)."""
+    from world.office_six import load_office_six
+
+    return world_format(FakeDiffusionBackend(conversation_oracle_target(load_office_six()), max_length=8192,
+                                             name="oracle-office-six"))
