@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.json_limits import read_stored
 from engine.trace import ConfigError, GenerationConfig, Result
 
-from .codec import decode_frames
+from .codec import decode_frames, encode_frames
 
 
 def to_json(value: Any) -> str:
@@ -81,3 +81,19 @@ def tool_call_row(index: int, call: Any) -> dict[str, Any]:
         "observation": observation if observation is None or isinstance(observation, str) else to_json(observation),
         "error_type": None if error_type is None else str(error_type),
     }
+
+
+def encode_turn(role: Any, content: Any, generation: Result | None, config: Any, model: str | None,
+                 tool_calls: Sequence[Any] | None) -> dict[str, Any]:
+    """A turn's rows, encoded before the write lock is taken: a bad value fails here with
+    nothing written, and the lock is held only for the inserts."""
+    if not isinstance(role, str) or not role:
+        raise ValueError("A turn needs a role such as 'user' or 'assistant'.")
+    if not isinstance(content, str):
+        raise ValueError(f"Turn content must be text, got {type(content).__name__}.")
+    encoded = {"role": role, "content": content, "generation": None, "frames": "", "frame_count": 0,
+               "calls": [tool_call_row(i, call) for i, call in enumerate(tool_calls or [])]}
+    if generation is not None:
+        encoded.update(generation=generation_row(generation, config, model), frames=encode_frames(generation.frames),
+                       frame_count=len(generation.frames))
+    return encoded

@@ -26,10 +26,11 @@ from sqlite_utils import Database
 from engine.json_limits import read_stored
 from engine.trace import GenerationConfig, Result
 
-from .codec import FrameCodecError, encode_frames
+from .codec import FrameCodecError
+from .fts import fts_literal_query
 from .migrations import MIGRATIONS
 from .records import TurnRecord
-from .rows import config_from_json, generation_row, result_from_row, to_json, tool_call_row
+from .rows import config_from_json, encode_turn, result_from_row, to_json
 
 KINDS = ("chat", "compare", "agent", "api")
 _MIGRATION_LOCK = threading.Lock()  # one thread per process migrates; others wait, then see nothing pending
@@ -196,7 +197,7 @@ class SessionStore:
         tool_calls: Sequence[Any] | None = None,
     ) -> int:
         """Append a turn (with its generation trace and tool calls) atomically; returns its id."""
-        turn = _encode_turn(role, content, generation, config, model, tool_calls)
+        turn = encode_turn(role, content, generation, config, model, tool_calls)
         now = _now()
         with self._errors("saving a turn"), self._write() as db:
             self._check_exists(db, conversation_id)
@@ -223,7 +224,7 @@ class SessionStore:
             raise ValueError(f"Unknown conversation kind {kind!r}; use one of {', '.join(KINDS)}.")
         if not all(isinstance(t, TurnRecord) for t in turns):
             raise TypeError("save_exchange stores TurnRecord turns (sessions/records.py).")
-        encoded = [_encode_turn(t.role, t.content, t.generation, t.config, t.model, t.tool_calls) for t in turns]
+        encoded = [encode_turn(t.role, t.content, t.generation, t.config, t.model, t.tool_calls) for t in turns]
         meta_json = to_json(dict(meta or {}))
         now = _now()
         with self._errors("saving an exchange"), self._write() as db:
@@ -415,28 +416,3 @@ class SessionStore:
 PRESET_NAME_CHARS = 60
 
 
-def _encode_turn(role: Any, content: Any, generation: Result | None, config: Any, model: str | None,
-                 tool_calls: Sequence[Any] | None) -> dict[str, Any]:
-    """A turn's rows, encoded before the write lock is taken: a bad value fails here with
-    nothing written, and the lock is held only for the inserts."""
-    if not isinstance(role, str) or not role:
-        raise ValueError("A turn needs a role such as 'user' or 'assistant'.")
-    if not isinstance(content, str):
-        raise ValueError(f"Turn content must be text, got {type(content).__name__}.")
-    encoded = {"role": role, "content": content, "generation": None, "frames": "", "frame_count": 0,
-               "calls": [tool_call_row(i, call) for i, call in enumerate(tool_calls or [])]}
-    if generation is not None:
-        encoded.update(generation=generation_row(generation, config, model), frames=encode_frames(generation.frames),
-                       frame_count=len(generation.frames))
-    return encoded
-
-
-def fts_literal_query(query: str) -> str:
-    """An FTS5 query matching the words of `query` literally: each whitespace-separated chunk
-    becomes a quoted string (so AND, NEAR, -, *, :, ^, parentheses mean nothing) with a prefix
-    star, and chunks with no letters or digits are dropped. Empty when nothing is left."""
-    parts = []
-    for chunk in query.replace("\x00", " ").split():  # NUL ends an FTS5 string early
-        if any(ch.isalnum() for ch in chunk):
-            parts.append('"' + chunk.replace('"', '""') + '"*')
-    return " ".join(parts)
