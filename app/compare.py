@@ -316,7 +316,7 @@ class CompareHandlers:
 
 
 def ends_of(result: Any, config: GenerationConfig) -> Ends:
-    return Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, config.gen_length)
+    return Ends.of_result(result, config.gen_length)
 
 
 # -- layout -----------------------------------------------------------------------------------

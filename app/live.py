@@ -21,6 +21,7 @@ from typing import Any
 from markupsafe import Markup
 
 from engine.metrics import Ends, scope_label
+from engine.result import pieces_of
 from engine.trace import Frame, GenerationConfig, Result, Stats, block_size_of
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
@@ -75,26 +76,26 @@ class TraceView:
                    steps=cfg.get("steps") if diffusion else None,
                    kind="diffusion" if diffusion else "autoregressive", stats=result.stats, result=result,
                    config=config, model=model, prompt=prompt,
-                   ends=Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, gen_length))
+                   ends=Ends.of_result(result, gen_length))
 
     # -- live ---------------------------------------------------------------------------------
     def add(self, frame: Frame, backend: Any) -> None:
         self.frames.append(frame)
-        for token in set(frame.canvas).difference(self.pieces):
-            self.pieces[token] = backend.token_piece(token)
+        self.pieces.update(pieces_of(backend, frame.canvas, self.pieces))
 
     def finish(self, result: Result) -> None:
         self.result, self.stats = result, result.stats
         self.frames = list(result.frames)
         self.pieces.update(result.pieces)
         if result.eos_ids or self.ends is None:
-            self.ends = Ends(frozenset(result.eos_ids), result.pad_id, result.mask_id, self.gen_length)
+            self.ends = Ends.of_result(result, self.gen_length)
 
     def partial_text(self, backend: Any) -> str:
         """The answer decided so far: up to the first EOS, masks and pad left out."""
         if not self.frames:
             return ""
-        return backend.decode(Ends.of(backend, self.gen_length).answer_ids(self.frames[-1].canvas))
+        ends = self.ends or Ends.of(backend, self.gen_length)
+        return backend.decode(ends.answer_ids(self.frames[-1].canvas))
 
     # -- drawing ------------------------------------------------------------------------------
     def part_count(self, frame: Frame) -> int:

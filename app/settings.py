@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.catalog import bundled_decoding
 from engine.sampler_table import REMASK_SCHEDULES, SAMPLERS
-from engine.trace import ConfigError, GenerationConfig, shown_value
+from engine.trace import ConfigError, GenerationConfig, setting_label, shown_value
 
 from .structured import parse_schema
 
@@ -98,10 +98,6 @@ def read_settings(values: Mapping[str, Any] | None, **fixed: Any) -> RunSettings
     return RunSettings(config, pace_ms)
 
 
-_LABELS = {"gen_length": "Generation length", "block_size": "Block size", "steps": "Steps per block",
-           "top_k": "Top-k", "seed": "Seed"}
-
-
 def _config(settings: Mapping[str, Any], **fixed: Any) -> GenerationConfig:
     values = {**{k: v for k, v in settings.items() if v is not None}, **fixed}
     base = GenerationConfig()
@@ -113,9 +109,9 @@ def _config(settings: Mapping[str, Any], **fixed: Any) -> GenerationConfig:
         if isinstance(default, bool):
             out[name] = bool(value)
         elif isinstance(default, int):
-            out[name] = _whole(_LABELS.get(name, name), default if value == "" else value)
+            out[name] = _whole(setting_label(name), default if value == "" else value)
         elif isinstance(default, float):
-            out[name] = _real(name.replace("_", " ").capitalize(), value)
+            out[name] = _real(setting_label(name), value)
         else:
             out[name] = str(value or "")
     return GenerationConfig(**out)

@@ -80,6 +80,11 @@ class Ends:
         mask = backend.mask_id if backend.kind == "diffusion" else None
         return cls(frozenset(int(t) for t in backend.eos_ids), backend.pad_id, mask, length)
 
+    @classmethod
+    def of_result(cls, result: Any, length: int | None = None) -> Ends:
+        """The ends a finished generation recorded (engine.trace.Result): a stored one needs no backend."""
+        return cls(frozenset(result.eos_ids), result.pad_id, result.mask_id, length)
+
     def cut(self, canvas: Sequence[int]) -> int:
         """Index of the first EOS in the canvas (its length when there is none), at most `length`."""
         end = len(canvas) if self.length is None else min(len(canvas), self.length)

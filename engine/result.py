@@ -4,8 +4,16 @@ one derivation (engine/metrics.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from engine.metrics import Ends, numbers
 from engine.trace import Frame, Result
+
+
+def pieces_of(backend, token_ids: Iterable[int], known: Mapping[int, str] | None = None) -> dict[int, str]:
+    """id -> the text piece the grid shows for it, for the ids not in `known` yet (the live panel
+    adds each frame's new ids; a Result holds every id its frames used)."""
+    return {t: backend.token_piece(t) for t in sorted(set(token_ids).difference(known or ()))}
 
 
 def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, length: int | None = None) -> Result:
@@ -22,6 +30,6 @@ def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, le
     stats = numbers(frames, ends, stop_reason, wall_s=seconds)
     mask_id = ends.mask_id
     ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
-    pieces = {t: backend.token_piece(t) for t in sorted(ids)}
+    pieces = pieces_of(backend, ids)
     return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
                   mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id)

@@ -52,6 +52,14 @@ _SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Unt
              "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
 
 
+def setting_label(name: str) -> str:
+    """A setting's name as the page and every sentence about it say it ("Steps per block")."""
+    for table in (_WHOLE, _NUMBERS):
+        if name in table:
+            return table[name][0]
+    return _SWITCHES.get(name, name.replace("_", " ").capitalize())
+
+
 def shown_value(value: Any) -> str:
     """A value as a person can read it in one short phrase: never an object's repr."""
     if isinstance(value, bool) or value is None:
