@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.api import ApiOptions
     from app.state import AppContext
     from app.ui import build_app
-    from engine.backends.base import BackendError, pick_device
+    from engine.backends.base import BackendError
+    from engine.backends.placement import pick_device
 
     try:
         pick_device(args.device)

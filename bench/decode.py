@@ -67,7 +67,7 @@ def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: in
     """A randomly initialised small model wired as RANDOM_MODELS[name], in its backend."""
     if name not in RANDOM_MODELS:
         raise ValueError(f"Unknown random model '{name}'; choose one of {', '.join(RANDOM_MODELS)}.")
-    from engine.backends.base import pick_device, pick_dtype
+    from engine.backends.placement import pick_device, pick_dtype
     from reference import tiny
     from reference.noise import damp_mask_logit
 

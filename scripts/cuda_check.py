@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cached-decodings", nargs="*", default=list(CACHED), choices=list(CACHED),
                    help="the decodings the caches run with (default: every full-attention one)")
     p.add_argument("--dtype", choices=("auto", "bfloat16", "float32"), default="auto",
-                   help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.base.pick_dtype)")
+                   help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.placement.pick_dtype)")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(json.dumps({"error": "CUDA is not available on this machine."}))

@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from engine.backends.base import BackendError, pick_dtype, pick_placement
+from engine.backends.base import BackendError
+from engine.backends.placement import pick_dtype, pick_placement
 
 # Config fields that hold the context length, in the order models use them.
 CONTEXT_FIELDS = ("max_position_embeddings", "max_sequence_length", "n_positions", "seq_length")

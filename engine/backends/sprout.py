@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.base import BackendError, Capabilities, pick_device, pick_dtype
+from engine.backends.base import BackendError, Capabilities
+from engine.backends.placement import pick_device, pick_dtype
 from sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
 from sprout.prompt_cache import PromptCache
 

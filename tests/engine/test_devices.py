@@ -7,7 +7,8 @@ import torch
 
 import tests.tiny_models as tm
 from engine.backends import hf_loading
-from engine.backends.base import BackendError, plan_placement
+from engine.backends.base import BackendError
+from engine.backends.placement import plan_placement
 
 
 @pytest.mark.parametrize("name, gpus, mps, expected", [
