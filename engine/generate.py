@@ -23,7 +23,7 @@ import torch
 
 from engine.backends.base import BackendError
 from engine.blocks import block_slices
-from engine.dream import dream_round, follows_dream
+from engine.dream_round import dream_round, follows_dream
 from engine.errors import ContextFull
 from engine.metrics import ModelClock
 from engine.remask import remask_choice
@@ -188,7 +188,7 @@ def _denoise_round(backend, canvas: torch.Tensor, block: slice, config: Generati
                    prompt_length: int = 0) -> list[tuple[int, int, float]]:
     """One forward over the block; writes the chosen proposals into the canvas in place. With a
     `window` (a sub-block), only its positions are proposed and may be chosen. Dream's loop
-    (engine/dream.py) proposes and chooses its own way, over prompt + canvas."""
+    (engine/dream_round.py) proposes and chooses its own way, over prompt + canvas."""
     logits = backend.denoise(canvas, block)                                    # (1, B, V)
     width = block.stop - block.start
     if logits.ndim != 3 or logits.shape[:2] != (1, width):
