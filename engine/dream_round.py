@@ -1,7 +1,7 @@
 """Dream's own round (Dream-org/Dream-v0-Instruct-7B `generation_utils.py` `_sample`; the slow
 reference is reference/dream.py): with the `dream` schedule, the samplers that score as one
 of Dream's `alg`s propose and choose as Dream does, in the model's dtype and with Dream's
-`torch.topk` over prompt + canvas, instead of through samplers.propose / samplers.select."""
+`torch.topk` over prompt + canvas, instead of through proposals.propose / samplers.select."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from engine.samplers import NEG_INF, dream_transfer_count, gumbel_noise
+from engine.proposals import NEG_INF, dream_transfer_count, gumbel_noise
 
 if TYPE_CHECKING:
     from engine.trace import GenerationConfig

@@ -26,10 +26,11 @@ from engine.blocks import block_slices
 from engine.dream_round import dream_round, follows_dream
 from engine.errors import ContextFull
 from engine.metrics import ModelClock
+from engine.proposals import confidence, propose, transfer_schedule
 from engine.remask import remask_choice
 from engine.result import summarize
 from engine.sampler_table import SAMPLERS
-from engine.samplers import confidence, propose, select, transfer_schedule
+from engine.samplers import select
 from engine.tool_calls import ToolCalls
 from engine.trace import ConfigError, Frame, GenerationConfig, Result
 

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import samplers
+from engine import proposals, samplers
 from engine.generate import generate, run
 from engine.samplers import SAMPLERS
 from engine.trace import GenerationConfig
@@ -35,40 +35,40 @@ def chosen(m: torch.Tensor) -> set[int]:
     ids=["10-over-4", "8-over-8", "8-over-1", "16-over-5", "3-over-5"],
 )
 def test_transfer_schedule(m, s, expected):
-    assert samplers.transfer_schedule(m, s) == expected
+    assert proposals.transfer_schedule(m, s) == expected
 
 
 # --------------------------------------------------------------------------- proposals
 
 def test_top_k_keeps_the_k_largest():
-    out = samplers.filter_logits(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), top_k=2)
+    out = proposals.filter_logits(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), top_k=2)
     assert torch.isinf(out[0, [0, 3]]).all() and out[0, 1] == 4.0 and out[0, 2] == 3.0
 
 
 @pytest.mark.parametrize("top_p, kept", [(0.7, {0, 1}), (0.85, {0, 1, 2}), (0.3, {0}), (1.0, {0, 1, 2, 3})])
 def test_top_p_keeps_the_smallest_prefix_reaching_p(top_p, kept):
     logits = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()                     # mass before: 0, .5, .8, .95
-    out = samplers.filter_logits(logits, top_p=top_p)
+    out = proposals.filter_logits(logits, top_p=top_p)
     assert set(torch.isfinite(out[0]).nonzero()[:, 0].tolist()) == kept
 
 
 @pytest.mark.parametrize("top_p, kept", [(0.7, {0, 1}), (0.9, {0, 1, 2}), (0.3, {0}), (1.0, {0, 1, 2, 3})])
 def test_nucleus_on_probabilities_renormalises(top_p, kept):
     probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]])
-    out = samplers.nucleus(probs, top_p)
+    out = proposals.nucleus(probs, top_p)
     assert set(out[0].nonzero()[:, 0].tolist()) == kept
     torch.testing.assert_close(out[0, sorted(kept)], probs[0, sorted(kept)] / probs[0, sorted(kept)].sum())
 
 
 def test_temperature_zero_is_argmax_with_softmax_probs():
     logits = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.0, 2.9]])
-    tokens, probs = samplers.propose(logits, temperature=0.0)
+    tokens, probs = proposals.propose(logits, temperature=0.0)
     assert tokens.tolist() == [1, 0]
     torch.testing.assert_close(probs, torch.softmax(logits, -1))
 
 
 def test_filtered_tokens_get_zero_probability():
-    tokens, probs = samplers.propose(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), temperature=1.0, top_k=2,
+    tokens, probs = proposals.propose(torch.tensor([[1.0, 4.0, 3.0, 2.0]]), temperature=1.0, top_k=2,
                                      generator=torch.Generator().manual_seed(0))
     assert probs[0, 0] == 0 and probs[0, 3] == 0 and tokens.item() in (1, 2)
     assert math.isclose(float(probs.sum()), 1.0, rel_tol=1e-6)
@@ -77,23 +77,23 @@ def test_filtered_tokens_get_zero_probability():
 def test_greedy_confidence_ignores_the_sampling_filters():
     # nothing is sampled at T = 0: the confidence is the model's probability (Fast-dLLM v2)
     logits = torch.tensor([[1.0, 4.0, 3.0, 2.0]])
-    tokens, probs = samplers.propose(logits, temperature=0.0, top_k=2, top_p=0.5)
+    tokens, probs = proposals.propose(logits, temperature=0.0, top_k=2, top_p=0.5)
     assert tokens.item() == 1
     torch.testing.assert_close(probs, torch.softmax(logits, -1))
 
 
 def test_gumbel_noise_is_float64_and_seeded():
-    a = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
-    b = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
-    c = samplers.gumbel_noise((3, 5), torch.Generator().manual_seed(2), torch.device("cpu"))
+    a = proposals.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
+    b = proposals.gumbel_noise((3, 5), torch.Generator().manual_seed(1), torch.device("cpu"))
+    c = proposals.gumbel_noise((3, 5), torch.Generator().manual_seed(2), torch.device("cpu"))
     assert a.dtype == torch.float64 and torch.equal(a, b) and not torch.equal(a, c)
 
 
 def test_sampling_is_reproducible_and_follows_the_distribution():
     probs = torch.tensor([0.7, 0.2, 0.1])
     logits = probs.log().expand(4000, 3)
-    first, p = samplers.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
-    again, _ = samplers.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    first, p = proposals.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    again, _ = proposals.propose(logits, temperature=1.0, generator=torch.Generator().manual_seed(0))
     assert torch.equal(first, again)
     torch.testing.assert_close(p[0], probs)
     freq = torch.bincount(first, minlength=3).float() / 4000
@@ -102,8 +102,8 @@ def test_sampling_is_reproducible_and_follows_the_distribution():
 
 def test_temperature_sharpens_and_flattens():
     logits = torch.tensor([[2.0, 1.0, 0.0]])
-    _, cold = samplers.propose(logits, temperature=0.5, generator=torch.Generator().manual_seed(0))
-    _, hot = samplers.propose(logits, temperature=2.0, generator=torch.Generator().manual_seed(0))
+    _, cold = proposals.propose(logits, temperature=0.5, generator=torch.Generator().manual_seed(0))
+    _, hot = proposals.propose(logits, temperature=2.0, generator=torch.Generator().manual_seed(0))
     assert cold[0, 0] > torch.softmax(logits, -1)[0, 0] > hot[0, 0]
 
 
@@ -222,14 +222,14 @@ def test_select_last_round_commits_the_rest_but_reference_commits_one():
     masked = mask(T, T, F, T, T, T)
     for name in NAMES:
         config = GenerationConfig(sampler=name, block_size=6, gen_length=6, steps=3, threshold=1.0)
-        picked = samplers.select(config, probs, tokens, masked, 2, samplers.transfer_schedule(6, 3))
+        picked = samplers.select(config, probs, tokens, masked, 2, proposals.transfer_schedule(6, 3))
         if name == "reference":
-            conf = samplers.confidence(probs, tokens).masked_fill(~masked, -1)
+            conf = proposals.confidence(probs, tokens).masked_fill(~masked, -1)
             assert chosen(picked) == {int(conf.argmax())}
         elif name == "threshold_or_top_k_uncapped":                            # SDAR: its k (2) in this round too
             assert int(picked.sum()) == 2 and not (picked & ~masked).any()
         elif name == "joint_threshold":                                        # LLaDA2.1: no last round, its top one
-            conf = samplers.confidence(probs, tokens).masked_fill(~masked, -1)
+            conf = proposals.confidence(probs, tokens).masked_fill(~masked, -1)
             assert chosen(picked) == {int(conf.argmax())}
         else:
             assert torch.equal(picked, masked)
@@ -244,7 +244,7 @@ def test_select_only_picks_masked_and_always_progresses(seed, width, sampler, ro
     tokens = probs.argmax(-1)
     masked = torch.rand(width, generator=g) < 0.6
     config = GenerationConfig(sampler=sampler, block_size=width, gen_length=width, steps=min(4, width), threshold=tau)
-    schedule = samplers.transfer_schedule(width, 4)
+    schedule = proposals.transfer_schedule(width, 4)
     picked = samplers.select(config, probs, tokens, masked, round_index, schedule, g)
     if sampler == "threshold_or_top_k_uncapped" and round_index < len(schedule) > 0:   # SDAR: k, masked or not
         assert picked[masked].all() if schedule[round_index] >= int(masked.sum()) else not (picked & ~masked).any()
@@ -272,7 +272,7 @@ def test_sdars_rule_takes_decided_positions_when_k_exceeds_the_masks():
     # through select, in the last round too
     config = GenerationConfig(sampler="threshold_or_top_k_uncapped", block_size=4, gen_length=4, steps=2, threshold=0.9)
     probs = torch.eye(4)[[0, 1, 2, 3]] * 0.4 + 0.15                           # confidence 0.55 everywhere
-    picked = samplers.select(config, probs, torch.arange(4), masked, 1, samplers.transfer_schedule(4, 2))
+    picked = samplers.select(config, probs, torch.arange(4), masked, 1, proposals.transfer_schedule(4, 2))
     assert int(picked.sum()) == 2 and bool(picked[1])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import engine.proposals as proposals
 import engine.samplers as samplers
 import tests.tiny_models as tm
 from engine.backends.full_attention import FullAttentionBackend
@@ -92,8 +93,8 @@ def test_ties_go_in_upstreams_order(backend, prompt, temperature, decoding, rule
 
 def by_position(conf, masked, k, offset, length):
     """The old ranking: highest score first, ties to the lower position."""
-    scores = conf.new_full((length,), samplers.NEG_INF)
-    scores[offset: offset + conf.shape[0]] = torch.where(masked, conf, samplers.NEG_INF)
+    scores = conf.new_full((length,), proposals.NEG_INF)
+    scores[offset: offset + conf.shape[0]] = torch.where(masked, conf, proposals.NEG_INF)
     return torch.sort(scores, descending=True, stable=True).indices[:k] - offset
 
 
