@@ -5,7 +5,7 @@ kind (sprout/modeling.py).
 
 Shapes: B batch, T cached tokens, H heads, D = K = V head dim, ch = 3 * H * D pre-conv
 channels, NB blocks per row, C block size, U distinct block starts (NB or NB / 2, see
-`modeling.repeat_period`), L the GDN chunk.
+`delta_layer.repeat_period`), L the GDN chunk.
 """
 
 from __future__ import annotations
