@@ -42,8 +42,7 @@ from bench.episodes import (
 from bench.report import load_model, progress_bar
 from bench.venue import venue, via_of
 from engine.trace import GenerationConfig
-from world import conversations as C
-from world import office_six
+from world import conversation_sets, office_six
 from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, one_request, prompt_ids_for, run_conversation
 
 # The seed's claim is about six tasks in a row: the ratio is read at position 6 when it exists.
@@ -52,8 +51,8 @@ RATIO_POSITION = 6
 
 # the conversation benchmarks: name -> (the benchmark's conversations, n validation conversations)
 CONVERSATION_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]] | None]] = {
-    "conversations": (C.load_conversations, C.validation_conversations),
-    "handwritten": (lambda: C.load_conversations(C.HANDWRITTEN_PATH), None),
+    "conversations": (conversation_sets.load_conversations, conversation_sets.validation_conversations),
+    "handwritten": (lambda: conversation_sets.load_conversations(conversation_sets.HANDWRITTEN_PATH), None),
     "office-six": (office_six.load_office_six, office_six.validation_office_six),
 }
 
@@ -88,7 +87,8 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
                                 max_steps=max_steps, system=system, reads=reads, pages=pages)
 
     runs = interleaved(conversations, attempts, names, one_conversation, on_conversation, progress)
-    kind_of = {f"{c['id']}.{k}": C.request_kind(t) for c in conversations for k, t in enumerate(c["turns"])}
+    kind_of = {f"{c['id']}.{k}": conversation_sets.request_kind(t)
+               for c in conversations for k, t in enumerate(c["turns"])}
     models, groups = {}, {}
     for name in names:
         requests = [(t.task_id, t) for _, ran in runs[name] for t in ran.requests]

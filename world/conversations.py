@@ -28,8 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from world import entities, grammar, tasks
-from world import followups as F
+from world import entities, followups, grammar, tasks
 from world.format import render_call, render_chat, render_response
 from world.oracle import Call, exact_matches, policy_for
 from world.start import world_for
@@ -213,7 +212,7 @@ def resolve(intent: str, frame: str, memory: Memory, world: World, setup: dict[s
         return {"activity": aid}
     if intent == "closing":
         return {} if k > 0 else None
-    raise ValueError(f"Unknown follow-up {intent!r}; choose one of {', '.join(F.FOLLOW_INTENTS)}.")
+    raise ValueError(f"Unknown follow-up {intent!r}; choose one of {', '.join(followups.FOLLOW_INTENTS)}.")
 
 
 def _new_course(world: World, setup: dict[str, Any], rng: random.Random) -> str:
@@ -224,7 +223,7 @@ def _new_course(world: World, setup: dict[str, Any], rng: random.Random) -> str:
 
 
 def follow_up_text(intent: str, frame: str, slots: dict[str, Any], rng: random.Random) -> str:
-    obj, subj, pos = rng.choice(F.PRONOUNS)
+    obj, subj, pos = rng.choice(followups.PRONOUNS)
     values = {**slots, "obj": obj, "subj": subj, "pos": pos, "qty": grammar.number(slots.get("qty", 1), rng),
               "amount": grammar.money(slots.get("amount", ""), rng), "status": slots.get("status") or ""}
     text = frame.format(**values)
@@ -375,7 +374,7 @@ def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng
         return _written_turn(plan[k], k, memory, live(), rng)
     options = [plan[k]] if plan else None
     if options is None:
-        follow = [i for i in F.FOLLOW_INTENTS if i != "closing"]
+        follow = [i for i in followups.FOLLOW_INTENTS if i != "closing"]
         rng.shuffle(follow)
         follow.sort(key=lambda i: i not in POINT_AT_LAST)      # what the last answer opened comes first
         if k == wanted - 1 and k > 0 and rng.random() < CLOSING_SHARE:
@@ -386,8 +385,8 @@ def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng
         options = (options or []) + [rng.choice(pool) for _ in range(6)]
     for intent in options:
         extra: dict[str, Any] = {}
-        if intent in F.FRAMES:
-            frame = rng.choice(F.FRAMES[intent][frames_at])
+        if intent in followups.FRAMES:
+            frame = rng.choice(followups.FRAMES[intent][frames_at])
             slots = resolve(intent, frame, memory, live(), extra, k, rng)
             if slots is None:
                 continue
@@ -398,7 +397,7 @@ def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng
                 continue
             slots, extra, text = made
             if k > 0:
-                text = rng.choice(F.HELDOUT_THANKS_OPENERS if frames_at else F.THANKS_OPENERS) + text
+                text = rng.choice(followups.HELDOUT_THANKS_OPENERS if frames_at else followups.THANKS_OPENERS) + text
         return intent, slots, extra, text
     return None
 
@@ -486,50 +485,3 @@ def generate(split: str, n: int, seed: int, phrasing: str = "train", turns: tupl
         if conversation is not None and (not turns or len(conversation["turns"]) >= turns[0]):
             out.append(conversation)
     return out
-
-
-# -- the conversation benchmark: held-out frames, follow-up frames and entities ---------------
-CONVERSATIONS_PATH = Path(__file__).with_name("heldout_conversations.json")
-HANDWRITTEN_PATH = Path(__file__).with_name("handwritten_conversations.json")   # world/handwritten.py
-CONVERSATIONS_SIZE, CONVERSATIONS_SEED, CONVERSATIONS_VALIDATION_SEED = 49, 449, 3003
-BENCH_TURNS = (2, 6)
-# the seed's six office requests, asked in one conversation: an invoice, a course registration,
-# adding up amounts, an activity's status, a customer's details, then that customer's invoices
-SIX_OFFICE = ["office_invoice_by_name", "office_course", "office_sum", "office_activity", "office_customer",
-              "follow_find_invoices"]
-
-
-def make_conversation_set(n: int = CONVERSATIONS_SIZE, seed: int = CONVERSATIONS_SEED) -> list[dict[str, Any]]:
-    """The six office requests in one conversation, then n - 1 conversations of 2 to 6 requests,
-    all on held-out values in held-out wording: from a pool drawn in order, first one for each
-    follow-up intent (so every kind is measured), then the rest in the pool's order."""
-    six = next(c for s in range(seed, seed + 100) if (c := draw("heldout", s, "heldout", plan=SIX_OFFICE)))
-    six["id"] = "conv-heldout-six-office"
-    pool = generate("heldout", 8 * n, seed, "heldout", BENCH_TURNS)
-    chosen: list[dict[str, Any]] = []
-    for intent in F.FOLLOW_INTENTS:
-        if not any(t["intent"] == intent for c in chosen for t in c["turns"]):
-            chosen += [next(c for c in pool if any(t["intent"] == intent for t in c["turns"]))]
-    chosen += [c for c in pool if c not in chosen][: n - 1 - len(chosen)]
-    return [six] + sorted(chosen, key=pool.index)
-
-
-def load_conversations(path: str | Path = CONVERSATIONS_PATH) -> list[dict[str, Any]]:
-    import json
-
-    return json.loads(Path(path).read_text())
-
-
-def validation_conversations(n: int, seed: int = CONVERSATIONS_VALIDATION_SEED) -> list[dict[str, Any]]:
-    """n conversations drawn as the benchmark's, none of them: choose checkpoints on these."""
-    benchmark = {c["id"] for c in load_conversations()}
-    return [c for c in generate("heldout", 2 * n, seed, "heldout", BENCH_TURNS) if c["id"] not in benchmark][:n]
-
-
-def request_kind(turn: dict[str, Any]) -> str:
-    """How the benchmark breaks requests down: a follow-up, a closing, outside the world, or new."""
-    if turn["intent"] == "closing":
-        return "closing"
-    if turn["intent"].startswith("follow_"):
-        return "follow-up"
-    return "outside" if turn["intent"] in tasks.OUTSIDE_INTENTS else "new topic"

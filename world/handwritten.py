@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from world import conversations as C
+from world import conversation_sets, conversations
 from world.tasks import write_task_list
 
 UNPAID, PAID, ANY = {"status": "unpaid"}, {"status": "paid"}, {"status": None}
@@ -506,8 +506,9 @@ def make_handwritten_set(tries: int = 400) -> list[dict[str, Any]]:
     out = []
     for n, requests in enumerate([[r] for r in SINGLES] + CONVERSATIONS):
         plan = [_entry(r) for r in requests]
-        conversation = next((c for s in range(tries) if (c := C.draw("heldout", 1_000_000 + 1000 * n + s,
-                                                                     "handwritten", plan=plan))), None)
+        seeds = range(1_000_000 + 1000 * n, 1_000_000 + 1000 * n + tries)
+        drawn = (conversations.draw("heldout", s, "handwritten", plan=plan) for s in seeds)
+        conversation = next((c for c in drawn if c), None)
         if conversation is None:
             raise ValueError(f"Hand-written entry {n} ({requests[0][1]!r}) found no world in {tries} draws.")
         conversation["id"] = f"hand-{n:03d}"
@@ -516,4 +517,4 @@ def make_handwritten_set(tries: int = 400) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    write_task_list(make_handwritten_set(), C.HANDWRITTEN_PATH)
+    write_task_list(make_handwritten_set(), conversation_sets.HANDWRITTEN_PATH)

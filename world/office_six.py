@@ -19,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from world.conversations import SIX_OFFICE, draw, load_conversations
+from world.conversation_sets import SIX_OFFICE, load_conversations
+from world.conversations import draw
 from world.tools import TOOLS_BY_NAME
 
 OFFICE_SIX_PATH = Path(__file__).with_name("heldout_office_six.json")

@@ -10,7 +10,7 @@ from tests.app.test_app_handlers import OUT, ask
 from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import conversation_oracle_target, world_format
-from world import conversations as C
+from world import conversations
 from world.start import world_for
 
 SETTINGS = (128, 32, 32, "threshold", 0.9, 0.0, 0)
@@ -18,7 +18,7 @@ SETTINGS = (128, 32, 32, "threshold", 0.9, 0.0, 0)
 
 def _lookup_then_invoice():
     plan = ["office_customer", "follow_invoice"]
-    return next(c for s in range(100) if (c := C.draw("heldout", s, "heldout", plan=plan)))
+    return next(c for s in range(100) if (c := conversations.draw("heldout", s, "heldout", plan=plan)))
 
 
 def test_a_follow_up_reaches_a_conversation_model_with_its_history(tmp_path):

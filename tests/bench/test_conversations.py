@@ -8,13 +8,13 @@ from bench.agent import table
 from bench.conversations import run_conversation_benchmark
 from engine.trace import GenerationConfig
 from tests.world.scripted import babbling_ar, oracle_conversations
-from world import conversations as C
+from world import conversation_sets
 
 CONFIG = GenerationConfig(gen_length=256, block_size=32, steps=32, sampler="threshold", threshold=0.9)
 
 
 def test_the_oracle_holds_every_conversation_and_a_babbler_none():
-    conversations = C.load_conversations()[:3]
+    conversations = conversation_sets.load_conversations()[:3]
     report = run_conversation_benchmark({"A": oracle_conversations(), "B": babbling_ar()}, conversations,
                                         attempts=3, config=CONFIG, system=None, warmup=False)
     a, b = report["models"]["A"], report["models"]["B"]
@@ -42,7 +42,7 @@ def test_the_cli_runs_a_sample_of_the_conversation_set(capsys):
 
 
 def test_the_cost_by_position_counts_each_request_once_and_the_history_grows():
-    conversations = C.load_conversations()[:4]
+    conversations = conversation_sets.load_conversations()[:4]
     report = run_conversation_benchmark({"A": oracle_conversations()}, conversations, attempts=2, config=CONFIG,
                                         system=None, warmup=False)
     cost = report["by_position"]["A"]

@@ -12,7 +12,7 @@ from bench.conversations import run_conversation_benchmark
 from engine.trace import GenerationConfig
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.world.scripted import oracle_office_six, wrong_value
-from world import conversations as C
+from world import conversation_sets
 from world.agent import run_conversation
 from world.office_six import load_office_six
 from world.oracle import OracleModel
@@ -29,7 +29,7 @@ def _conversations() -> list[dict]:
         names = [[a["name"] for a in t["gold_actions"]] for t in c["turns"]]
         first = next((k for k, n in enumerate(names) if "add_to_cart" in n), None)
         return first is not None and any(CART_CALLS & set(n) for n in names[first + 1:])
-    return [load_office_six()[0]] + [c for c in C.load_conversations() if shop_chain(c)][:2]
+    return [load_office_six()[0]] + [c for c in conversation_sets.load_conversations() if shop_chain(c)][:2]
 
 
 def _comparable(ran) -> dict:

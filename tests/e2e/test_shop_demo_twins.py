@@ -29,7 +29,7 @@ import pytest
 from bench.episodes import DEFAULT_CONFIG, forget_prompts
 from bench.report import load_model
 from tests.e2e.chromium import BROWSER_MARKS
-from world import entities as E
+from world import entities
 from world.agent import run_episode
 from world.start import world_for
 from world.tasks import make_task
@@ -63,7 +63,7 @@ def test_the_shop_stocks_a_black_shirt_in_size_l_and_no_t_shirt(demo):
     rows = [r for r in search_products(world, "shirt", "black", "L") if (r["color"], r["size"]) == ("black", "L")]
     assert rows and all(world.products[r["id"]]["stock"]["L"] >= 1 for r in rows)
     assert [a["name"] for a in demo["gold_actions"]] == ["search_products", "add_to_cart", "checkout_guest", "finish"]
-    assert "t-shirt" not in E.STYLES and search_products(world, "T-shirt", "black", "L") == []
+    assert "t-shirt" not in entities.STYLES and search_products(world, "T-shirt", "black", "L") == []
 
 
 class Watched:

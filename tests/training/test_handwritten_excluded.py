@@ -15,8 +15,7 @@ import re
 
 import pytest
 
-from world import conversations as C
-from world import entities
+from world import conversation_sets, conversations, entities
 
 WORD = re.compile(r"<v>|[a-z0-9']+|[?!.,:;$/+=()-]")
 N, NEAR = 4, 0.75
@@ -64,20 +63,20 @@ def near_copies(hand: list[list[str]], trained: list[list[str]]) -> list[str]:
 
 
 def _hand():
-    return requests_of(C.load_conversations(C.HANDWRITTEN_PATH))
+    return requests_of(conversation_sets.load_conversations(conversation_sets.HANDWRITTEN_PATH))
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)     # drawing 20,000 conversations takes ~2 min on a quiet 2-core CPU, far more on a busy one
 def test_no_hand_written_request_nor_a_near_copy_is_in_20000_training_conversations():
-    trained = requests_of(C.generate("train", 20000, seed=0, phrasing="train"))
+    trained = requests_of(conversations.generate("train", 20000, seed=0, phrasing="train"))
     assert near_copies(_hand(), trained) == []
 
 
 def test_the_check_finds_copies_and_near_copies():
     """Training requests themselves are caught, and so is a hand-written request once the corpus
     holds it with other values and a word more; the hand-written set against a small corpus is not."""
-    trained = requests_of(C.generate("train", 300, seed=1, phrasing="train"))
+    trained = requests_of(conversations.generate("train", 300, seed=1, phrasing="train"))
     assert len(near_copies(trained[:50], trained)) == 50
     hand = _hand()
     longest = max(hand, key=len)

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
-from world.conversations import load_conversations, turn_task
+from world.conversation_sets import load_conversations
+from world.conversations import turn_task
 from world.format import render_call, render_chat
 from world.oracle import policy_for
 from world.tasks import PHRASING_PATH, load_heldout_tasks

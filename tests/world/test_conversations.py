@@ -6,8 +6,7 @@ from collections import Counter
 import pytest
 
 from engine.trace import GenerationConfig
-from world import conversations as C
-from world import followups as F
+from world import conversation_sets, conversations, followups
 from world.agent import run_conversation
 from world.format import render_call
 from world.grader import replay
@@ -18,30 +17,31 @@ from world.tasks import write_task_list
 CONFIG = GenerationConfig()
 
 
-def _oracle_runs(conversations):
-    return [run_conversation(None, c, CONFIG, system=None, generate_for=OracleModel) for c in conversations]
+def _oracle_runs(drawn):
+    return [run_conversation(None, c, CONFIG, system=None, generate_for=OracleModel) for c in drawn]
 
 
 @pytest.mark.parametrize("split,phrasing", [("train", "train"), ("heldout", "heldout")], ids=["train", "heldout"])
 def test_the_oracle_answers_every_request_of_300_conversations(split, phrasing):
-    conversations = C.generate(split, 300, seed=11, phrasing=phrasing)
-    runs = _oracle_runs(conversations)
+    drawn = conversations.generate(split, 300, seed=11, phrasing=phrasing)
+    runs = _oracle_runs(drawn)
     failed = [(t.task_id, t.reason) for ran in runs for t in ran.requests if not t.success]
     assert failed == [] and all(ran.success for ran in runs)
-    intents = Counter(t["intent"] for c in conversations for t in c["turns"])
-    assert set(F.FOLLOW_INTENTS) <= set(intents), "every kind of follow-up is drawn"
-    assert sum(intents[i] for i in F.FOLLOW_INTENTS) > 0.25 * sum(intents.values())
-    lengths = Counter(len(c["turns"]) for c in conversations)
+    intents = Counter(t["intent"] for c in drawn for t in c["turns"])
+    assert set(followups.FOLLOW_INTENTS) <= set(intents), "every kind of follow-up is drawn"
+    assert sum(intents[i] for i in followups.FOLLOW_INTENTS) > 0.25 * sum(intents.values())
+    lengths = Counter(len(c["turns"]) for c in drawn)
     assert set(lengths) == set(range(1, 7))
-    assert max(C.count_tokens(C.conversation_messages(c)) for c in conversations) <= C.MAX_TOKENS
+    assert max(conversations.count_tokens(conversations.conversation_messages(c)) for c in drawn) \
+        <= conversations.MAX_TOKENS
 
 
 def test_a_follow_up_needs_the_history_its_answer_comes_from():
     """"Now invoice her": the customer id is in no word of the request, only in an earlier tool
     response; "what do those add up to?": the amounts come from an earlier find_invoices."""
-    conversations = C.generate("train", 200, seed=3)
+    drawn = conversations.generate("train", 200, seed=3)
     checked = Counter()
-    for c in conversations:
+    for c in drawn:
         chat = render_chat_text(c)
         for k, turn in enumerate(c["turns"]):
             if turn["intent"] == "follow_invoice":
@@ -58,12 +58,12 @@ def test_a_follow_up_needs_the_history_its_answer_comes_from():
 
 
 def render_chat_text(conversation):
-    return "\n".join(m["content"] for m in C.conversation_messages(conversation))
+    return "\n".join(m["content"] for m in conversations.conversation_messages(conversation))
 
 
 def test_a_model_that_ignores_the_history_fails_the_follow_ups_only():
     """The oracle, except that a follow-up is answered as if it were the first request: it gives up."""
-    conversations = [c for c in C.generate("heldout", 40, seed=5, phrasing="heldout", turns=(2, 6))
+    drawn = [c for c in conversations.generate("heldout", 40, seed=5, phrasing="heldout", turns=(2, 6))
                      if any(t["intent"].startswith("follow_") for t in c["turns"])]
 
     def forgetful(task):
@@ -71,62 +71,64 @@ def test_a_model_that_ignores_the_history_fails_the_follow_ups_only():
             return lambda messages: render_call("finish", {"answer": "Please give more details."})
         return OracleModel(task)
 
-    runs = [run_conversation(None, c, CONFIG, system=None, generate_for=forgetful) for c in conversations]
+    runs = [run_conversation(None, c, CONFIG, system=None, generate_for=forgetful) for c in drawn]
     for ran in runs:
         assert not ran.success
         for t in ran.requests:
-            assert t.success == (not _is_follow(t.task_id, conversations))
+            assert t.success == (not _is_follow(t.task_id, drawn))
 
 
-def _is_follow(task_id, conversations):
+def _is_follow(task_id, drawn):
     conversation_id, k = task_id.rsplit(".", 1)
-    turn = next(c for c in conversations if c["id"] == conversation_id)["turns"][int(k)]
+    turn = next(c for c in drawn if c["id"] == conversation_id)["turns"][int(k)]
     return turn["intent"].startswith("follow_")
 
 
 def test_each_request_starts_where_the_gold_of_the_earlier_ones_left_the_world():
-    conversation = next(c for c in C.generate("train", 50, seed=2) if len(c["turns"]) >= 4)
+    conversation = next(c for c in conversations.generate("train", 50, seed=2) if len(c["turns"]) >= 4)
     world = world_for({"split": conversation["split"], "world": conversation["world"]})
     for k, turn in enumerate(conversation["turns"]):
-        task = C.turn_task(conversation, k)
+        task = conversations.turn_task(conversation, k)
         assert world_for(task).end_state() == world.end_state()
         world = replay(task, turn["gold_actions"])
 
 
 def test_draws_are_deterministic_and_splits_keep_their_wording():
-    assert C.generate("train", 20, seed=1) == C.generate("train", 20, seed=1)
-    held = {f for frames in F.FRAMES.values() for f in frames[1]}
-    trained = {f for frames in F.FRAMES.values() for f in frames[0]}
+    assert conversations.generate("train", 20, seed=1) == conversations.generate("train", 20, seed=1)
+    held = {f for frames in followups.FRAMES.values() for f in frames[1]}
+    trained = {f for frames in followups.FRAMES.values() for f in frames[0]}
     assert not held & trained
 
 
 def test_the_committed_benchmark_is_what_make_conversation_set_draws(tmp_path):
-    committed = C.load_conversations()
-    assert len(committed) == C.CONVERSATIONS_SIZE and len({c["id"] for c in committed}) == len(committed)
+    committed = conversation_sets.load_conversations()
+    assert len(committed) == conversation_sets.CONVERSATIONS_SIZE
+    assert len({c["id"] for c in committed}) == len(committed)
     assert all(2 <= len(c["turns"]) <= 6 and c["split"] == "heldout" for c in committed)
     six = committed[0]
-    assert [t["intent"] for t in six["turns"]] == C.SIX_OFFICE
-    assert {t["intent"] for c in committed for t in c["turns"]} >= set(F.FOLLOW_INTENTS)
+    assert [t["intent"] for t in six["turns"]] == conversation_sets.SIX_OFFICE
+    assert {t["intent"] for c in committed for t in c["turns"]} >= set(followups.FOLLOW_INTENTS)
     path = tmp_path / "again.json"
-    write_task_list(C.make_conversation_set(), path)
-    assert path.read_text() == C.CONVERSATIONS_PATH.read_text()
+    write_task_list(conversation_sets.make_conversation_set(), path)
+    assert path.read_text() == conversation_sets.CONVERSATIONS_PATH.read_text()
     assert all(r.success for r in _oracle_runs(committed))
-    validation = C.validation_conversations(10)
+    validation = conversation_sets.validation_conversations(10)
     assert len(validation) == 10 and not {c["id"] for c in validation} & {c["id"] for c in committed}
 
 
 def test_the_hand_written_set_is_built_from_its_source_and_the_oracle_answers_all_of_it(tmp_path):
-    from world import handwritten as H
+    from world import handwritten
 
-    committed = C.load_conversations(C.HANDWRITTEN_PATH)
+    committed = conversation_sets.load_conversations(conversation_sets.HANDWRITTEN_PATH)
     requests = [t for c in committed for t in c["turns"]]
     assert len(requests) >= 400 and len({t["instruction"] for t in requests}) == len(requests)
     assert sum(len(c["turns"]) > 1 for c in committed) >= 50                      # follow-ups in conversations
     intents = {t["intent"] for t in requests}
-    assert intents >= set(C.FRESH_INTENTS) | set(F.FOLLOW_INTENTS) | {"ask_missing", "follow_supply"}
-    assert {t["slots"]["asked"] for t in requests if t["intent"] == "ask_missing"} == set(C.MISSING)
+    assert intents >= (set(conversations.FRESH_INTENTS) | set(followups.FOLLOW_INTENTS)
+                       | {"ask_missing", "follow_supply"})
+    assert {t["slots"]["asked"] for t in requests if t["intent"] == "ask_missing"} == set(conversations.MISSING)
     path = tmp_path / "again.json"
-    write_task_list(H.make_handwritten_set(), path)
-    assert path.read_text() == C.HANDWRITTEN_PATH.read_text()
+    write_task_list(handwritten.make_handwritten_set(), path)
+    assert path.read_text() == conversation_sets.HANDWRITTEN_PATH.read_text()
     runs = _oracle_runs(committed)
     assert [t.task_id for ran in runs for t in ran.requests if not t.success] == []
