@@ -12,21 +12,20 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from engine.metrics import combined, summary_line
 from engine.trace import ConfigError, GenerationConfig, block_size_of
-from sessions import TurnRecord
 from visualizer.parts import part_count
-from world.agent import DEFAULT_MAX_STEPS, STOPPED, Step, run_conversation, run_episode
+from world.agent import DEFAULT_MAX_STEPS, Step, run_conversation, run_episode
 from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
 
-from .agent_scenarios import SCENARIOS, conversation_meta, conversation_task, conversation_verdict
+from .agent_record import Venue, agent_exchange, last_call, stopped
+from .agent_scenarios import SCENARIOS, conversation_task, conversation_verdict
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
@@ -37,10 +36,10 @@ from .messages import failure, user_error
 from .names import with_names
 from .page_venue import PAGES, WHERE_CHOICES, WORLD, PagesUnavailable, Visit, screenshot_html
 from .runs import Run, run_key
-from .saving import Exchange, save
+from .saving import save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
-from .steps import failure_of, failures_note, step_turns, steps_html
+from .steps import failure_of, failures_note, steps_html
 from .widgets import (
     GENERATE,
     PICKER_MIN_WIDTH,
@@ -107,26 +106,6 @@ def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
     state = world.end_state()
     return {"cart": state["cart"], "cart_total": world.cart_total(), "orders": state["orders"],
             "invoices": state["invoices"], "registrations": state["registrations"]}
-
-
-@dataclass(frozen=True)
-class Venue:
-    """Where a run's tools run (the pages' Visit, or None: the built-in world), and what it runs
-    besides one task: a conversation of requests, and the scenario's name."""
-    pages: Visit | None = None
-    conversation: dict[str, Any] | None = None
-    scenario: str | None = None
-
-
-def last_call(steps: list[Step]) -> Step | None:
-    """The last step whose call ran (finish, vetoed and unparsed ones change no page)."""
-    return next((s for s in reversed(steps) if s.call and not s.error and s.call["name"] != FINISH), None)
-
-
-def stopped(transcript: Any) -> bool:
-    """Whether a person's Stop ended it (an episode, or any request of a conversation)."""
-    requests = getattr(transcript, "requests", None)
-    return any(r.stopped == STOPPED for r in requests) if requests is not None else transcript.stopped == STOPPED
 
 
 class AgentHandlers:
@@ -353,31 +332,10 @@ class AgentHandlers:
 
     def _save(self, task: dict[str, Any], steps: list[Step], transcript: Any, config: GenerationConfig, model: str,
               graded: bool, venue: Venue | None = None, starts: list[int] = (), shot: Any = None) -> int | None:
-        """The run as an "agent" conversation: instruction (each request of a conversation before
-        its own steps), then per step the model's turn (with its frames and parsed call) and the
-        tool's response. A run stopped before its first step keeps nothing."""
-        if not steps:
-            return None
-        venue = venue or Venue()
-        meta = {"task_id": task["id"], "graded": graded, "stopped": transcript is None,
-                "tools_in": PAGES if venue.pages is not None else WORLD}
-        if venue.scenario:
-            meta["scenario"] = venue.scenario
-        if shot:
-            meta["page_screenshot"] = str(shot)
-        if transcript is not None and venue.conversation is not None:
-            meta.update(conversation_meta(transcript))
-        elif transcript is not None:
-            meta.update(success=transcript.success, error_type=transcript.error_type, reason=transcript.reason,
-                        seconds=transcript.seconds, nfe=transcript.nfe)
-        if venue.conversation is not None and starts:
-            bounds = [*starts, len(steps)]
-            turns = [turn for k, (a, b) in enumerate(zip(bounds, bounds[1:]))
-                     for turn in (TurnRecord("user", task["requests"][k]), *step_turns(steps[a:b], config, model))]
-        else:
-            turns = [TurnRecord("user", task["instruction"]), *step_turns(steps, config, model)]
-        exchange = Exchange("agent", f"{task['id']}: {task['instruction']}"[:100], model, meta=meta, turns=turns)
-        return save(self.ctx, exchange, "This agent run")
+        """The run as an "agent" conversation (app/agent_record.py); a run stopped before its first
+        step keeps nothing."""
+        exchange = agent_exchange(task, steps, transcript, config, model, graded, venue or Venue(), starts, shot)
+        return save(self.ctx, exchange, "This agent run") if exchange is not None else None
 
 
 # -- layout -----------------------------------------------------------------------------------
