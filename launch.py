@@ -76,6 +76,8 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) ->
                                       **launch_kwargs())
     web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None,
                    sessions=ctx.world_pages.sessions if ctx is not None else None)
+    if ctx is not None:
+        ctx.app_url = url            # the origin the Agent tab's browser may act on (app/page_venue.py)
     if api is not None and ctx is not None:
         from app.api import mount
 

@@ -9,20 +9,23 @@ clearing every result panel; Stop ends it at the next forward and says so.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator, Mapping
+from contextlib import ExitStack
 from typing import Any
 
 import gradio as gr
 
 from engine.metrics import combined, summary_line
 from engine.trace import ConfigError, GenerationConfig, block_size_of
-from sessions import TurnRecord
 from visualizer.parts import part_count
-from world.agent import DEFAULT_MAX_STEPS, STOPPED, Step, run_episode
+from world.agent import DEFAULT_MAX_STEPS, Step, run_conversation, run_episode
 from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
 
+from .agent_record import Venue, agent_exchange, last_call, stopped
+from .agent_scenarios import SCENARIOS, conversation_task, conversation_verdict
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
@@ -31,11 +34,12 @@ from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import failure, user_error
 from .names import with_names
+from .page_venue import PAGES, WHERE_CHOICES, WORLD, PagesUnavailable, Visit, screenshot_html
 from .runs import Run, run_key
-from .saving import Exchange, save
+from .saving import save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
-from .steps import failure_of, failures_note, step_turns, steps_html
+from .steps import failure_of, failures_note, steps_html
 from .widgets import (
     GENERATE,
     PICKER_MIN_WIDTH,
@@ -55,6 +59,8 @@ DOC_TASKS = (("doc_resume", 1), ("doc_html", 2))
 SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool name once chosen, the argument keys, "
                  "quotes, braces) into the canvas as soon as it is known, drawn as pre-filled; the model decides "
                  "only the values, so the call always parses. Off: the model writes every token.")
+WHERE_INFO = ("Web pages: each tool call runs in the shop or office page beside the panel, in a headless browser "
+              "(WebMCP), and that page follows it.")
 
 def benchmark_tasks() -> list[dict[str, Any]]:
     """The held-out agent tasks, then one resume and one page task (answers that are code)."""
@@ -118,15 +124,18 @@ class AgentHandlers:
         task = self.tasks.get(task_id or CUSTOM)
         return task["instruction"] if task else ""
 
-    def page(self, key: tuple, task: dict[str, Any] | None, steps: list[Step]) -> str:
+    def page(self, key: tuple, task: dict[str, Any] | None, steps: list[Step], pages: Visit | None = None) -> str:
         """The frame showing the task's world after the steps shown (their calls replayed, so it
-        follows the display, replay included), on the page of the last call."""
+        follows the display, replay included), on the page of the last call. When the calls run
+        in the pages, the frame shows the session's World as they left it, never a replay."""
         if task is not None and task.get("domain") == "document":
             return '<p class="dp-world-head">A document task does not touch the world: no page to show.</p>'
         task = task if task is not None else custom_task("")
-        last = next((s for s in reversed(steps) if s.call and not s.error and s.call["name"] != FINISH), None)
-        return self.ctx.world_pages.show(key, world_after(task, steps), last.call if last else None,
-                                         last.observation if last else None, owner="episode")
+        last = last_call(steps)
+        call, seen = (last.call, last.observation) if last else (None, None)
+        if pages is not None:
+            return self.ctx.world_pages.frame(key, call, seen, owner="episode")
+        return self.ctx.world_pages.show(key, world_after(task, steps), call, seen, owner="episode")
 
     def task_page(self, task_id: str, key: tuple = (None, "agent")) -> str:
         """The frame of a picked task's world before it runs (a typed instruction: the Chat's world)."""
@@ -138,9 +147,9 @@ class AgentHandlers:
         task = next((t for t in self.tasks.values() if t["instruction"] == prompt), None)
         return (task["id"], prompt) if task else (CUSTOM, prompt)
 
-    def run(self, task_id: str, instruction: str, model: str, max_steps: Any, *, settings: Mapping[str, Any],
-            key: tuple = (None, "agent")) -> Generator[tuple, None, None]:
-        """One episode; yields one tuple of AGENT_OUTPUTS per update."""
+    def run(self, task_id: str, instruction: str, model: str, max_steps: Any, where: str = WORLD, *,
+            settings: Mapping[str, Any], key: tuple = (None, "agent")) -> Generator[tuple, None, None]:
+        """One episode, its tools run `where` (WORLD or PAGES); yields one tuple of AGENT_OUTPUTS per update."""
         task = self.tasks.get(task_id or CUSTOM)
         graded = task is not None
         if task is None:
@@ -149,6 +158,26 @@ class AgentHandlers:
             if not (instruction or "").strip():
                 raise user_error("The instruction is empty: pick a benchmark task or type what the agent should do.")
             task = custom_task(instruction.strip())
+        yield from self._run(task, graded, model, max_steps, settings, key, where)
+
+    def run_scenario(self, name: str, model: str, max_steps: Any, *, settings: Mapping[str, Any],
+                     key: tuple = (None, "agent")) -> Generator[tuple, None, None]:
+        """A one-click scenario (app/agent_scenarios.py), its tools run in the web pages."""
+        scenario = SCENARIOS.get(name)
+        if scenario is None:
+            raise user_error(f"There is no scenario '{name}'.")
+        built = scenario.build()
+        if scenario.conversation:
+            yield from self._run(conversation_task(built), True, model, max_steps, settings, key, PAGES,
+                                 conversation=built, scenario=name)
+        else:
+            yield from self._run(built, True, model, max_steps, settings, key, PAGES, scenario=name)
+
+    def _run(self, task: dict[str, Any], graded: bool, model: str, max_steps: Any, settings: Mapping[str, Any],
+             key: tuple, where: str, conversation: dict[str, Any] | None = None,
+             scenario: str | None = None) -> Generator[tuple, None, None]:
+        if where not in (WORLD, PAGES):
+            raise user_error(f"Tools run in the built-in world or in its web pages, not '{where}'.")
         try:
             read = read_settings(settings, temperature=0.0, seed=0)
             config = read.config
@@ -158,29 +187,48 @@ class AgentHandlers:
         except (ConfigError, ValueError) as exc:
             raise user_error(str(exc)) from None
         try:
-            with self.ctx.registry.using(model) as backend:
+            with ExitStack() as held:
+                pages = None
+                if where == PAGES and task.get("domain") != "document":
+                    pages = held.enter_context(self.ctx.agent_pages.visit(key))
+                    # the frame has the task's start under the session before the run puts its own
+                    # World there (the worker must not find it replaced afterwards)
+                    self.ctx.world_pages.show(key, world_for(task), owner="episode")
+                backend = held.enter_context(self.ctx.registry.using(model))
                 mask_id = backend.mask_id if backend.kind == "diffusion" else None
                 size = block_size_of(mask_id, config.block_size)
-                with Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second,
-                         parts=lambda frame, _lane: part_count(frame, mask_id, config.gen_length, size)) as run:
-                    yield from self._episode(run, backend, task, config, model, limit, graded)
+                run = held.enter_context(Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second,
+                                             parts=lambda frame, _lane: part_count(frame, mask_id, config.gen_length,
+                                                                                   size)))
+                yield from self._episode(run, backend, task, config, model, limit, graded,
+                                         Venue(pages, conversation, scenario))
+        except PagesUnavailable as exc:
+            raise user_error(str(exc)) from None
         except gr.Error:
             raise
         except Exception as exc:  # noqa: BLE001
             raise failure(exc) from None
 
     def _episode(self, run: Run, backend: Any, task: dict[str, Any], config: GenerationConfig, model: str,
-                 limit: int, graded: bool) -> Generator[tuple, None, None]:
-        run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
-                                        on_step=lambda s: r.put("step", s), should_stop=r.should_stop),
-                  name="agent-episode")
+                 limit: int, graded: bool, venue: Venue) -> Generator[tuple, None, None]:
+        pages, conversation = venue.pages, venue.conversation
+        starts: list[int] = []                        # where each request of a conversation begins in steps
+        if conversation is not None:
+            run.start(lambda r: run_conversation(
+                backend, conversation, config, max_steps=limit, on_frame=r.frame, on_step=lambda s: r.put("step", s),
+                should_stop=r.should_stop, pages=pages, on_request=lambda k, _t: r.put("request", k)),
+                name="agent-conversation")
+        else:
+            run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
+                                            on_step=lambda s: r.put("step", s), should_stop=r.should_stop,
+                                            pages=pages), name="agent-episode")
         steps: list[Step] = []
-        known = [task["instruction"]]                 # what a call may copy from (app/steps.py marks)
+        known = list(task.get("requests") or [task["instruction"]])   # what a call may copy from (app/steps.py)
         view: TraceView | None = None
         pending = False                               # frames arrived for a step not finished yet
         # a new run clears every result panel, the last verdict included
         yield (EMPTY_PANEL, steps_html([]), world_view(task, []), "", "", file_list([]), "Step 1: generating…",
-               self.page(run.key, task, []))
+               self.page(run.key, task, [], pages))
         transcript = None
 
         def read_step(step: Step) -> None:
@@ -206,24 +254,34 @@ class AgentHandlers:
                     read_step(event.value)
                     yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
                            gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"),
-                           self.page(run.key, task, steps))
+                           self.page(run.key, task, steps, pages))
+                elif event.kind == "request":
+                    starts.append(len(steps))
                 elif event.kind == "done":
                     # a stopped episode has no verdict: it ended because the person said so
-                    transcript = None if event.value.stopped == STOPPED else event.value
+                    transcript = None if stopped(event.value) else event.value
         except GeneratorExit:
             for left in run.close():
                 if left.kind == "step":
                     read_step(left.value)
                 elif view is not None and pending and left.part == 1:
                     view.add(left.value, backend)
-            self._save(task, steps, None, config, model, graded)
+            self._save(task, steps, None, config, model, graded, venue, starts)
             raise
         finally:
             run.close()
-        saved = self._save(task, steps, transcript, config, model, graded)
+        shot = None
+        if pages is not None and steps:               # the page's final state, as the driver sees it
+            last = last_call(steps)
+            shot = pages.screenshot(self.ctx.export_dir / f"agent-page-{time.time_ns()}.png",
+                                    last.call if last else None, last.observation if last else None)
+        saved = self._save(task, steps, transcript, config, model, graded, venue, starts, shot)
         named = world_after(task, steps) if task.get("domain") != "document" else None
-        verdict = self._verdict(transcript, graded, steps, named)
-        preview, files = "", []
+        if conversation is not None and transcript is not None:
+            verdict = conversation_verdict(transcript, self._cost(steps))
+        else:
+            verdict = self._verdict(transcript, graded, steps, named)
+        preview, files = (screenshot_html(shot), [shot]) if shot else ("", [])
         last = steps[-1].result if steps else None
         if transcript is not None and task.get("domain") == "document" and last is not None:
             files, preview = export_answer(self.ctx.export_dir, last, config, task["id"], task["instruction"], model)
@@ -237,8 +295,10 @@ class AgentHandlers:
             panel = view.panel("done") if view else EMPTY_PANEL
         if saved:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
+        if pages is not None and steps and shot is None:
+            status += " No picture of the page's final state could be taken."
         yield (panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status,
-               self.page(run.key, task, steps))
+               self.page(run.key, task, steps, pages))
 
     @staticmethod
     def _progress(run: Run, step: int, doing: str) -> str:
@@ -256,9 +316,7 @@ class AgentHandlers:
         failed = failures_note([f for f in map(failure_of, steps) if f])
         if failed:                                # the errors behind the answer stay in sight
             answer += f"\n\n{markdown_safe(failed)}"
-        generated = [s.result.stats for s in steps if s.result is not None]
-        # engine/metrics.py, every generation of the episode
-        cost = f"{summary_line(combined(generated), 'episode', len(generated))} · {len(steps)} step(s)"
+        cost = self._cost(steps)
         if not graded:
             return f"**Answer:** {answer}\n\n({cost}; a typed instruction has no grader.)"
         if transcript.success:
@@ -266,22 +324,28 @@ class AgentHandlers:
         return (f"### ❌ Failed: {transcript.error_type}\n{markdown_safe(transcript.reason)}\n\n"
                 f"**Answer:** {answer}\n\n{cost}")
 
+    @staticmethod
+    def _cost(steps: list[Step]) -> str:
+        """engine/metrics.py over every generation of the episode."""
+        generated = [s.result.stats for s in steps if s.result is not None]
+        return f"{summary_line(combined(generated), 'episode', len(generated))} · {len(steps)} step(s)"
+
     def _save(self, task: dict[str, Any], steps: list[Step], transcript: Any, config: GenerationConfig, model: str,
-              graded: bool) -> int | None:
-        """The run as an "agent" conversation: instruction, then per step the model's turn (with its
-        frames and parsed call) and the tool's response. A run stopped before its first step keeps nothing."""
-        if not steps:
-            return None
-        meta = {"task_id": task["id"], "graded": graded, "stopped": transcript is None}
-        if transcript is not None:
-            meta.update(success=transcript.success, error_type=transcript.error_type, reason=transcript.reason,
-                        seconds=transcript.seconds, nfe=transcript.nfe)
-        exchange = Exchange("agent", f"{task['id']}: {task['instruction']}"[:100], model, meta=meta,
-                            turns=[TurnRecord("user", task["instruction"]), *step_turns(steps, config, model)])
-        return save(self.ctx, exchange, "This agent run")
+              graded: bool, venue: Venue | None = None, starts: list[int] = (), shot: Any = None) -> int | None:
+        """The run as an "agent" conversation (app/agent_record.py); a run stopped before its first
+        step keeps nothing."""
+        exchange = agent_exchange(task, steps, transcript, config, model, graded, venue or Venue(), starts, shot)
+        return save(self.ctx, exchange, "This agent run") if exchange is not None else None
 
 
 # -- layout -----------------------------------------------------------------------------------
+def scenario_runner(agent: AgentHandlers, name: str):
+    """The Gradio handler of one scenario button (a generator function, so Gradio streams it)."""
+    def run_scenario(model: str, max_steps: Any, *, settings: Mapping[str, Any], key: tuple):
+        yield from agent.run_scenario(name, model, max_steps, settings=settings, key=key)
+    return run_scenario
+
+
 def build(ctx: AppContext) -> dict[str, Any]:
     """The Agent tab, inside the caller's gr.Tab; returns its model picker."""
     agent = AgentHandlers(ctx)
@@ -300,10 +364,14 @@ def build(ctx: AppContext) -> dict[str, Any]:
                               info="Tool calls the agent may make before the episode ends unfinished.")
         controls = generation_controls("agent", AGENT_DEFAULTS, with_sampling=False, ctx=ctx)
     scaffold = gr.Checkbox(False, label="Scaffolded tool calls", elem_id="agent-scaffold", info=SCAFFOLD_INFO)
+    where = gr.Radio(WHERE_CHOICES, value=WORLD, label="Tools run in", elem_id="agent-where", info=WHERE_INFO)
     controls["scaffold"] = scaffold              # a GenerationConfig switch, read with the settings by name
     with gr.Row():
         run_btn = gr.Button("Run agent", variant="primary", elem_id="run-agent")
         stop_btn = gr.Button("Stop", variant="stop", elem_id="agent-stop")
+    with gr.Row(elem_id="agent-scenarios"):
+        scenario_btns = {name: gr.Button(s.label, size="sm", elem_id=f"agent-scenario-{name}")
+                         for name, s in SCENARIOS.items()}
     status = gr.Markdown(elem_id="agent-status")
     with gr.Row():
         with gr.Column(scale=3):
@@ -322,10 +390,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
     task.change(agent.describe, [task], [instruction], api_visibility="private", **QUIET).then(
         task_page, [task], [world_page], api_visibility="private", **QUIET)
     handler = with_settings(agent.run, "agent", list(controls))
-    inputs = [task, instruction, model, max_steps, *controls.values()]
+    inputs = [task, instruction, model, max_steps, where, *controls.values()]
     outputs = [panel, steps, world, verdict, preview, files, status, world_page]
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
+    for name, button in scenario_btns.items():
+        button.click(with_settings(scenario_runner(agent, name), "agent", list(controls)),
+                     [model, max_steps, *controls.values()], outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)

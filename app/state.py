@@ -24,6 +24,7 @@ from sessions import SessionStore, StoreError
 from world.webapps.sessions import WorldSessions
 
 from .conversation_world import DEFAULT_WORLD, world_from_spec
+from .page_venue import AgentPages
 from .runs import RunBoard
 from .world_page import WorldPages
 
@@ -203,6 +204,12 @@ class AppContext:
     # the worlds the web apps at /apps/ show: each tab's current World, and pages opened by hand
     world_pages: WorldPages = field(default_factory=lambda: WorldPages(
         WorldSessions(lambda: world_from_spec(DEFAULT_WORLD))))
+    app_url: str = ""                                  # where the app is served (launch.serve): the pages' origin
+    # the browser the Agent tab's tools run in when they run in the pages: started on first use
+    agent_pages: AgentPages = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.agent_pages = AgentPages(self.world_pages, lambda: self.app_url)
 
     @classmethod
     def create(cls, db_path: str | Path, model: str = DEFAULT_MODEL, baseline: str = DEFAULT_BASELINE,
@@ -242,6 +249,7 @@ class AppContext:
             self.notices.append(f"Cannot watch {root} for new checkpoints ({exc}); use Rescan in the Models tab.")
 
     def close(self) -> None:
+        self.agent_pages.close()
         if self.watcher is not None:
             self.watcher.stop()
         if self.store is not None:

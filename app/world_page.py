@@ -55,8 +55,14 @@ class WorldPages:
              owner: str = "conversation") -> str:
         """Keep `world` under key's session and return the frame that shows it, on the page of
         `call` (the latest tool call, with its `result`) or the shop; `owner` says whose world it is."""
+        self.sessions.add(world, self.session_for(key))
+        return self.frame(key, call, result, owner)
+
+    def frame(self, key: tuple, call: dict[str, Any] | None = None, result: Any = None,
+              owner: str = "conversation") -> str:
+        """The frame on key's session as its World is now (the tool calls run in the pages change
+        it there, so it is read, never replaced), on the page of `call`."""
         session_id = self.session_for(key)
-        self.sessions.add(world, session_id)
         with self._lock:
             self._shown += 1
             stamp = self._shown

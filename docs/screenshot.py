@@ -3,6 +3,8 @@
     .venv/bin/python docs/screenshot.py [--out docs/playground.png]
     .venv/bin/python docs/screenshot.py --scaffold        # docs/scaffold.png: the JSON schema example
     .venv/bin/python docs/screenshot.py --agent           # docs/agent-pages.png: a guest checkout, its page beside
+    .venv/bin/python docs/screenshot.py --agent-demo      # docs/agent-demo.png: the black-shirt scenario, its
+                                                          # calls run in the shop page (WebMCP), the page's picture
 
 Uses the bundled Sprout-BD when models/sprout-bd loads; otherwise a scripted stand-in backend
 (tests/fakes.py) that "knows" one tool call (or, with --scaffold, the example order as JSON),
@@ -67,14 +69,32 @@ def agent_checkout(page) -> None:
     page.wait_for_timeout(300)
 
 
+def agent_demo(page) -> None:
+    """The Agent tab's black-shirt scenario with the tools in the web pages: the order confirmed in
+    the frame, the verdict, and the picture the app's browser took of the final page."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Agent").click()
+    page.locator("#agent-where").get_by_text("its web pages (WebMCP)").click()
+    page.locator("#agent-scenario-black-shirt").click()
+    expect(page.locator("#agent-verdict")).to_contain_text(re.compile("Success|Failed"), timeout=600_000)
+    expect(page.locator("#agent-page-shot img")).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(1500)
+    page.locator("#agent-status").evaluate("e => window.scrollTo(0, e.getBoundingClientRect().top + scrollY - 8)")
+    page.wait_for_timeout(300)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="default: docs/playground.png (docs/scaffold.png with --scaffold)")
     parser.add_argument("--scaffold", action="store_true", help="answer the JSON schema box's example instead")
     parser.add_argument("--agent", action="store_true",
                         help="the Agent tab on a held-out guest checkout, the shop page beside it")
+    parser.add_argument("--agent-demo", action="store_true",
+                        help="the Agent tab's black-shirt scenario, its tools run in the web pages")
     args = parser.parse_args()
-    default = "agent-pages.png" if args.agent else "scaffold.png" if args.scaffold else "playground.png"
+    default = ("agent-demo.png" if args.agent_demo else "agent-pages.png" if args.agent
+               else "scaffold.png" if args.scaffold else "playground.png")
     args.out = args.out or str(ROOT / "docs" / default)
     from playwright.sync_api import expect, sync_playwright
 
@@ -91,8 +111,8 @@ def main() -> int:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
-        if args.agent:
-            agent_checkout(page)
+        if args.agent or args.agent_demo:
+            (agent_demo if args.agent_demo else agent_checkout)(page)
             page.screenshot(path=args.out)
             browser.close()
             ctx.close()

@@ -336,14 +336,18 @@ def _graded_world(task: dict[str, Any], steps: list[Step]) -> World:
 def run_conversation(backend: Any, conversation: dict[str, Any], config: GenerationConfig, *,
                      max_steps: int = DEFAULT_MAX_STEPS, system: str | None = "auto", reads: str = "declared",
                      generate_for: Callable[[dict[str, Any]], GenerateFn] | None = None,
-                     on_step: Callable[[Step], None] | None = None, pages: Any = None) -> ConversationTranscript:
+                     on_step: Callable[[Step], None] | None = None, pages: Any = None,
+                     on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
+                     on_request: Callable[[int, dict[str, Any]], None] | None = None) -> ConversationTranscript:
     """Ask a conversation's requests one after another in one world (world/conversations.py).
     The model reads the chat so far, its own earlier calls and their responses included, unless
     `reads` (declared: what the weights declare, model_context; conversation; latest_request) says
     the latest request only. Each request is graded as a task (conversations.turn_task).
     generate_for(task) gives a request's scripted model (the oracle) in place of the backend.
     pages: as run_episode's; the whole conversation is one visit, so its world goes behind the pages
-    once and every request's calls run there (the cart a request filled is the next one's)."""
+    once and every request's calls run there (the cart a request filled is the next one's).
+    on_frame, should_stop: as run_episode's; once stopped, the request in progress is graded as it
+    stands and no later request is asked. on_request(k, task): request k is about to be asked."""
     if system == "auto":
         system = _default_system(backend)
     started = time.perf_counter()
@@ -354,6 +358,8 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
     out = ConversationTranscript(conversation["id"])
     for k in range(len(conversation["turns"])):
         task = turn_task(conversation, k)
+        if on_request is not None:
+            on_request(k, task)
         history.append({"role": "user", "content": task["instruction"]})
         latest = reads == "latest_request" or (reads == "declared" and one_request(backend))
         context = model_context(SimpleNamespace(one_request_per_chat=True), history) if latest else list(history)
@@ -371,7 +377,8 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
         t0 = time.perf_counter()
         transcript.final_answer, transcript.stopped = act(
             backend, world, context, config, max_steps=max_steps, on_step=record,
-            generate_fn=generate_for(task) if generate_for else None, page_tools=page_tools)
+            generate_fn=generate_for(task) if generate_for else None, page_tools=page_tools, on_frame=on_frame,
+            should_stop=should_stop)
         transcript.seconds = time.perf_counter() - t0
         history += context[seen:]                 # the request's calls, responses and answer
         transcript.messages = context
@@ -379,6 +386,8 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
         transcript.success, transcript.error_type = verdict.success, verdict.error_type
         transcript.reason = f"{verdict.reason} {transcript.stopped}".strip()
         out.requests.append(transcript)
+        if transcript.stopped == STOPPED:        # a person said stop: the rest is not asked
+            break
     out.success = all(t.success for t in out.requests)
     out.seconds = time.perf_counter() - started
     return out

@@ -152,6 +152,20 @@ class WebMCPDriver:
             page.wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
         return tab
 
+    def screenshot(self, path: str | Path, url: str, size: tuple[int, int] = (900, 640)) -> Path:
+        """A PNG of `url` (a page of the origin) as it is now, in a tab of its own (the tabs the
+        tools run in keep their tools and their place)."""
+        self.check_url(url)
+        page = self._context.new_page()
+        try:
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            page.goto(url, wait_until="load", timeout=READY_S * 1000)
+            page.wait_for_selector("body[data-ready]", state="attached", timeout=READY_S * 1000)
+            page.screenshot(path=str(path))
+        finally:
+            page.close()
+        return Path(path)
+
     def tools(self) -> list[PageTool]:
         """Every tool the open pages registered, in tab order; a name a later tab repeats is the
         first tab's."""

@@ -1,0 +1,64 @@
+"""The Agent tab's one-click scenarios, run through the web pages (app/page_venue.py):
+
+  office-six   six office requests in a row in one world (world/office_six.py, the held-out set's
+               first chain), each graded as a task
+  black-shirt  a held-out guest checkout: the shop sells shirts (world/entities.py), and this
+               world has a black shirt in size L in stock
+
+A conversation shows in the tab as one task: its requests' instructions in order, and its world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from world.office_six import load_office_six
+from world.tasks import make_task
+
+from .live import markdown_safe
+
+BLACK_SHIRT = ("shop_buy", "heldout", 103)     # "Buy a black shirt in size L as a guest: ..."
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    label: str
+    conversation: bool
+
+    def build(self) -> dict[str, Any]:
+        """The task (or, for a conversation, the conversation) the scenario runs."""
+        if self.name == "office-six":
+            return load_office_six()[0]
+        return make_task(*BLACK_SHIRT)
+
+
+SCENARIOS = {s.name: s for s in (Scenario("office-six", "Six office tasks in a row", True),
+                                  Scenario("black-shirt", "A black shirt in size L, guest checkout", False))}
+
+
+def conversation_task(conversation: dict[str, Any]) -> dict[str, Any]:
+    """The conversation as the tab's task: its world, and its requests as the instruction."""
+    instructions = [turn["instruction"] for turn in conversation["turns"]]
+    return {"id": conversation["id"], "domain": "office", "intent": "office_six", "split": conversation["split"],
+            "world": conversation["world"], "instruction": "\n".join(f"{k}. {text}" for k, text
+                                                                      in enumerate(instructions, 1)),
+            "requests": instructions, "gold_actions": [], "outputs": []}
+
+
+def conversation_verdict(transcript: Any, cost: str) -> str:
+    """One line per request asked: ✅ or ❌ with the grader's reason."""
+    lines = []
+    for k, request in enumerate(transcript.requests, 1):
+        mark = "✅" if request.success else f"❌ {markdown_safe(request.error_type or 'failed')}:"
+        lines.append(f"{k}. {mark} {markdown_safe(request.instruction)} — {markdown_safe(request.reason)}")
+    passed = sum(1 for r in transcript.requests if r.success)
+    head = "### ✅ All requests succeeded" if transcript.success else f"### {passed} of {len(lines)} request(s) passed"
+    return f"{head}\n" + "\n".join(lines) + f"\n\n{cost}"
+
+
+def conversation_meta(transcript: Any) -> dict[str, Any]:
+    return {"success": transcript.success, "seconds": transcript.seconds,
+            "requests": [{"task_id": r.task_id, "success": r.success, "error_type": r.error_type, "reason": r.reason}
+                         for r in transcript.requests]}
