@@ -10,7 +10,8 @@ from typing import Any
 
 from engine.catalog import bundled_decoding
 from engine.sampler_table import REMASK_SCHEDULES, SAMPLERS
-from engine.trace import ConfigError, GenerationConfig, setting_label, shown_value
+from engine.setting_rules import setting_label, shown_value
+from engine.trace import ConfigError, GenerationConfig
 
 from .structured import parse_schema
 

@@ -4,8 +4,6 @@ model forward, and the Result of a whole generation (docs/ARCHITECTURE.md, "The 
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,107 +12,22 @@ from engine.errors import ConfigError  # noqa: F401  (defined there; callers imp
 from engine.json_limits import MAX_DEPTH, value_depth
 from engine.sampler_table import REMASK_SCHEDULES, RENAMED_SAMPLERS, SAMPLERS, SCHEDULES
 from engine.scaffold.schema import schema_problem
+from engine.setting_rules import (
+    MESSAGE_CHARS,
+    NUMBERS,
+    SWITCHES,
+    WHOLE,
+    joined,
+    largest_divisor,
+    number_problem,
+    shown_value,
+    whole_problem,
+)
 
-MAX_TOKENS = 1 << 20      # generation length, block size, steps: far beyond any model's context
-MAX_SEED = 2**63 - 1      # torch.manual_seed takes a signed 64-bit integer
-MAX_TOP_K = 1 << 24       # beyond every vocabulary
-# Past these the setting means nothing more: at temperature 100 every logit gap of a trained model
-# is below 1 % of a nat, so sampling is already uniform; a factor or entropy bound past the
-# canvas length commits the whole block at once.
-MAX_TEMPERATURE = 100.0
-MAX_FACTOR = float(MAX_TOKENS)
-MAX_ENTROPY_BOUND = float(MAX_TOKENS)
-MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
 # Fast-dLLM v1's caches for full-attention models (engine/backends/kv_window.py): none re-reads
 # everything every forward (the reference); prefix keeps the keys and values before the block from
 # the block's first forward; dual keeps the masked suffix's too.
 CACHE_MODES = ("none", "prefix", "dual")
-
-# Each setting as the page labels it: (label, lowest, highest) for whole numbers, (label, what
-# is allowed, test) for real numbers, label for switches.
-_WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Block size", 1, MAX_TOKENS),
-          "steps": ("Steps per block", 1, MAX_TOKENS), "top_k": ("Top-k (0 = off)", 0, MAX_TOP_K),
-          "seed": ("Seed", 0, MAX_SEED), "max_post_steps": ("Max post steps", 0, MAX_TOKENS),
-          "remask_rounds": ("Remask rounds", 0, MAX_TOKENS), "remask_count": ("Remask count", 1, MAX_TOKENS)}
-_NUMBERS = {
-    "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
-    "edit_threshold": ("Edit threshold", "a number from 0 to 1", lambda x: 0.0 <= x <= 1.0),
-    "scaffold_threshold": ("Scaffold threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
-    "factor": ("Factor", f"a number above 0 and at most {MAX_FACTOR:,}", lambda x: 0.0 < x <= MAX_FACTOR),
-    "entropy_bound": ("Entropy bound", f"a number from 0 to {MAX_ENTROPY_BOUND:,}",
-                      lambda x: 0.0 <= x <= MAX_ENTROPY_BOUND),
-    "temperature": ("Temperature", f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}",
-                    lambda x: 0.0 <= x <= MAX_TEMPERATURE),
-    "top_p": ("Top-p", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
-}
-# every bool field is a switch; these have labels of their own, the rest read as their name
-_SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Untempered confidence",
-             "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
-
-
-def setting_label(name: str) -> str:
-    """A setting's name as the page and every sentence about it say it ("Steps per block")."""
-    for table in (_WHOLE, _NUMBERS):
-        if name in table:
-            return table[name][0]
-    return _SWITCHES.get(name, name.replace("_", " ").capitalize())
-
-
-def shown_value(value: Any) -> str:
-    """A value as a person can read it in one short phrase: never an object's repr."""
-    if isinstance(value, bool) or value is None:
-        text = str(value)
-    elif isinstance(value, numbers.Integral):
-        value = int(value)
-        text = str(value) if value.bit_length() <= 128 else f"a whole number of {value.bit_length()} bits"
-    elif isinstance(value, float):
-        text = repr(value)
-    elif isinstance(value, str):
-        text = repr(value)
-    else:
-        return f"a value of type {type(value).__name__[:40]}"
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _whole_problem(config: GenerationConfig, name: str) -> str | None:
-    label, low, high = _WHOLE[name]
-    value = getattr(config, name)
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value <= high:
-        return None
-    return f"{label} must be a whole number from {low} to {high:,}, got {shown_value(value)}."
-
-
-def _number_problem(config: GenerationConfig, name: str) -> str | None:
-    label, allowed, fits = _NUMBERS[name]
-    value = getattr(config, name)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except (OverflowError, ValueError):
-            number = math.nan
-        if math.isfinite(number) and fits(number):
-            return None
-    return f"{label} must be {allowed}, got {shown_value(value)}."
-
-
-def _largest_divisor(n: int, at_most: int) -> int:
-    """The largest divisor of n that is <= at_most, in O(sqrt n) steps."""
-    best = 1
-    for d in range(1, math.isqrt(n) + 1):
-        if n % d == 0:
-            best = max([best] + [x for x in (d, n // d) if x <= at_most])
-    return best
-
-
-def _joined(problems: list[str]) -> str:
-    """The problems as one message of at most MESSAGE_CHARS characters."""
-    message = problems[0]
-    for i, problem in enumerate(problems[1:], 1):
-        rest = len(problems) - i
-        if len(message) + len(problem) + 1 > MESSAGE_CHARS - 40:
-            return f"{message} ({rest} more setting{'s are' if rest > 1 else ' is'} also wrong.)"
-        message += " " + problem
-    return message
 
 
 def _reject_unknown(values: dict[Any, Any]) -> None:
@@ -183,17 +96,17 @@ class GenerationConfig:
             object.__setattr__(self, "sampler", new)
         problems = self.problems()
         if problems:
-            raise ConfigError(_joined(problems))
+            raise ConfigError(joined(problems))
 
     def problems(self) -> list[str]:
         """Every reason this config cannot run, each a sentence naming the control as the page
         labels it; empty when it is fine. Relations between settings are checked only once each
         setting is fine on its own."""
-        out = [p for p in (_whole_problem(self, name) for name in _WHOLE) if p]
-        out += [p for p in (_number_problem(self, name) for name in _NUMBERS) if p]
+        out = [p for p in (whole_problem(self, name) for name in WHOLE) if p]
+        out += [p for p in (number_problem(self, name) for name in NUMBERS) if p]
         switches = [f.name for f in dataclasses.fields(self)
                     if isinstance(f.default, bool) and not isinstance(getattr(self, f.name), bool)]
-        out += [f"{_SWITCHES.get(name, name.replace('_', ' ').capitalize())} must be on or off (true or false), "
+        out += [f"{SWITCHES.get(name, name.replace('_', ' ').capitalize())} must be on or off (true or false), "
                 f"got {shown_value(getattr(self, name))}." for name in switches]
         known_sampler = isinstance(self.sampler, str) and self.sampler in SAMPLERS
         if not known_sampler:
@@ -215,7 +128,7 @@ class GenerationConfig:
         if out:
             return out
         if self.gen_length % self.block_size:
-            fits = _largest_divisor(self.gen_length, self.block_size)
+            fits = largest_divisor(self.gen_length, self.block_size)
             out.append(
                 f"Block size {self.block_size} does not divide generation length {self.gen_length}: "
                 f"choose a block size that divides it (for example {fits}) "

@@ -30,7 +30,7 @@ LEGAL = {
 MODULE = {"app": "ui", "visualizer": "page", "sessions": "store", "world": "tools", "bench": "agent",
           "training": "train", "reference": "loop", "engine": "core", "sprout": "chat", "dlm_kernels": "ops"}
 # The torch-free types (the contract names them, so the stand-in has them too).
-TYPES = ("trace", "sampler_table", "tool_calls", "errors", "json_limits")
+TYPES = ("trace", "setting_rules", "sampler_table", "tool_calls", "errors", "json_limits")
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:

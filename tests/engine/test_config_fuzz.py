@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.samplers import SAMPLERS
-from engine.trace import MAX_SEED, ConfigError, GenerationConfig
+from engine.setting_rules import MAX_SEED
+from engine.trace import ConfigError, GenerationConfig
 
 FIELDS = [f.name for f in dataclasses.fields(GenerationConfig)]
 
