@@ -19,7 +19,7 @@ import gradio as gr
 from engine.metrics import combined, summary_line
 from engine.trace import ConfigError, GenerationConfig, block_size_of
 from visualizer.parts import part_count
-from world.agent import DEFAULT_MAX_STEPS, Step, run_conversation, run_episode
+from world.agent import DEFAULT_MAX_REPLIES, Step, run_conversation, run_episode
 from world.start import world_for
 from world.tasks import load_heldout_tasks, make_task
 from world.tools import FINISH, call_tool
@@ -147,7 +147,7 @@ class AgentHandlers:
         task = next((t for t in self.tasks.values() if t["instruction"] == prompt), None)
         return (task["id"], prompt) if task else (CUSTOM, prompt)
 
-    def run(self, task_id: str, instruction: str, model: str, max_steps: Any, where: str = WORLD, *,
+    def run(self, task_id: str, instruction: str, model: str, max_replies: Any, where: str = WORLD, *,
             settings: Mapping[str, Any], key: tuple = (None, "agent")) -> Generator[tuple, None, None]:
         """One episode, its tools run `where` (WORLD or PAGES); yields one tuple of AGENT_OUTPUTS per update."""
         task = self.tasks.get(task_id or CUSTOM)
@@ -158,9 +158,9 @@ class AgentHandlers:
             if not (instruction or "").strip():
                 raise user_error("The instruction is empty: pick a benchmark task or type what the agent should do.")
             task = custom_task(instruction.strip())
-        yield from self._run(task, graded, model, max_steps, settings, key, where)
+        yield from self._run(task, graded, model, max_replies, settings, key, where)
 
-    def run_scenario(self, name: str, model: str, max_steps: Any, *, settings: Mapping[str, Any],
+    def run_scenario(self, name: str, model: str, max_replies: Any, *, settings: Mapping[str, Any],
                      key: tuple = (None, "agent")) -> Generator[tuple, None, None]:
         """A one-click scenario (app/agent_scenarios.py), its tools run in the web pages."""
         scenario = SCENARIOS.get(name)
@@ -168,12 +168,12 @@ class AgentHandlers:
             raise user_error(f"There is no scenario '{name}'.")
         built = scenario.build()
         if scenario.conversation:
-            yield from self._run(conversation_task(built), True, model, max_steps, settings, key, PAGES,
+            yield from self._run(conversation_task(built), True, model, max_replies, settings, key, PAGES,
                                  conversation=built, scenario=name)
         else:
-            yield from self._run(built, True, model, max_steps, settings, key, PAGES, scenario=name)
+            yield from self._run(built, True, model, max_replies, settings, key, PAGES, scenario=name)
 
-    def _run(self, task: dict[str, Any], graded: bool, model: str, max_steps: Any, settings: Mapping[str, Any],
+    def _run(self, task: dict[str, Any], graded: bool, model: str, max_replies: Any, settings: Mapping[str, Any],
              key: tuple, where: str, conversation: dict[str, Any] | None = None,
              scenario: str | None = None) -> Generator[tuple, None, None]:
         if where not in (WORLD, PAGES):
@@ -181,9 +181,9 @@ class AgentHandlers:
         try:
             read = read_settings(settings, temperature=0.0, seed=0)
             config = read.config
-            limit = int(float(max_steps or DEFAULT_MAX_STEPS))
+            limit = int(float(max_replies or DEFAULT_MAX_REPLIES))
             if limit < 1:
-                raise ConfigError(f"The step limit must be at least 1, got {max_steps}.")
+                raise ConfigError(f"The reply limit must be at least 1, got {max_replies}.")
         except (ConfigError, ValueError) as exc:
             raise user_error(str(exc)) from None
         try:
@@ -215,11 +215,11 @@ class AgentHandlers:
         starts: list[int] = []                        # where each request of a conversation begins in steps
         if conversation is not None:
             run.start(lambda r: run_conversation(
-                backend, conversation, config, max_steps=limit, on_frame=r.frame, on_step=lambda s: r.put("step", s),
+                backend, conversation, config, max_replies=limit, on_frame=r.frame, on_step=lambda s: r.put("step", s),
                 should_stop=r.should_stop, pages=pages, on_request=lambda k, _t: r.put("request", k)),
                 name="agent-conversation")
         else:
-            run.start(lambda r: run_episode(backend, task, config, max_steps=limit, on_frame=r.frame,
+            run.start(lambda r: run_episode(backend, task, config, max_replies=limit, on_frame=r.frame,
                                             on_step=lambda s: r.put("step", s), should_stop=r.should_stop,
                                             pages=pages), name="agent-episode")
         steps: list[Step] = []
@@ -341,8 +341,8 @@ class AgentHandlers:
 # -- layout -----------------------------------------------------------------------------------
 def scenario_runner(agent: AgentHandlers, name: str):
     """The Gradio handler of one scenario button (a generator function, so Gradio streams it)."""
-    def run_scenario(model: str, max_steps: Any, *, settings: Mapping[str, Any], key: tuple):
-        yield from agent.run_scenario(name, model, max_steps, settings=settings, key=key)
+    def run_scenario(model: str, max_replies: Any, *, settings: Mapping[str, Any], key: tuple):
+        yield from agent.run_scenario(name, model, max_replies, settings=settings, key=key)
     return run_scenario
 
 
@@ -360,8 +360,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
     with gr.Accordion("Examples and what this model can do", open=True, elem_id="agent-about"):
         card_md, examples = card_examples("agent", card, fills="Instruction box", sends="Run agent")
     with gr.Accordion("Generation settings", open=False, elem_id="agent-settings"):
-        max_steps = gr.Slider(1, 16, value=8, step=1, label="Step limit", elem_id="agent-max-steps",
-                              info="Tool calls the agent may make before the episode ends unfinished.")
+        max_replies = gr.Slider(1, 16, value=8, step=1, label="Reply limit", elem_id="agent-max-replies",
+                                info="Replies of the model (each a tool call or the answer) before the episode "
+                                     "ends unfinished.")
         controls = generation_controls("agent", AGENT_DEFAULTS, with_sampling=False, ctx=ctx)
     scaffold = gr.Checkbox(False, label="Scaffolded tool calls", elem_id="agent-scaffold", info=SCAFFOLD_INFO)
     where = gr.Radio(WHERE_CHOICES, value=WORLD, label="Tools run in", elem_id="agent-where", info=WHERE_INFO)
@@ -390,13 +391,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
     task.change(agent.describe, [task], [instruction], api_visibility="private", **QUIET).then(
         task_page, [task], [world_page], api_visibility="private", **QUIET)
     handler = with_settings(agent.run, "agent", list(controls))
-    inputs = [task, instruction, model, max_steps, where, *controls.values()]
+    inputs = [task, instruction, model, max_replies, where, *controls.values()]
     outputs = [panel, steps, world, verdict, preview, files, status, world_page]
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
     for name, button in scenario_btns.items():
         button.click(with_settings(scenario_runner(agent, name), "agent", list(controls)),
-                     [model, max_steps, *controls.values()], outputs, api_visibility="private", **GENERATE)
+                     [model, max_replies, *controls.values()], outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)

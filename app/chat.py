@@ -35,7 +35,7 @@ from .answer_versions import AnswerVersion, AnswerVersions
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .conversation_world import (
     DEFAULT_WORLD,
-    MAX_TOOL_STEPS,
+    MAX_REPLIES,
     model_context,
     world_from_spec,
     world_spec_for,
@@ -246,7 +246,7 @@ class ChatHandlers:
                                                           on_frame=r.frame, should_stop=r.should_stop),
                               name="chat-turn")
                 else:
-                    run.start(lambda r: act(backend, world, context, config, max_steps=MAX_TOOL_STEPS,
+                    run.start(lambda r: act(backend, world, context, config, max_replies=MAX_REPLIES,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
                                             on_frame=r.frame, should_stop=r.should_stop), name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),

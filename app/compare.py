@@ -32,7 +32,7 @@ from world.agent import Step, act_steps
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
-from .conversation_world import MAX_TOOL_STEPS, model_context, world_from_spec, world_spec_for
+from .conversation_world import MAX_REPLIES, model_context, world_from_spec, world_spec_for
 from .live import TraceView
 from .messages import failure, user_error
 from .runs import Run
@@ -73,7 +73,7 @@ class Racer:
         world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
         context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
         self.stopping = False                    # Stop: the turn ends at this side's next forward
-        self.events = act_steps(backend, world, context, config, max_steps=MAX_TOOL_STEPS, text_answers=True,
+        self.events = act_steps(backend, world, context, config, max_replies=MAX_REPLIES, text_answers=True,
                                 should_stop=lambda: self.stopping)
         self.decided: list[Frame] = []           # worker: frames of the generation in progress
         self.steps: list[Step] = []              # worker: finished generations, in order

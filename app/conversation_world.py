@@ -43,7 +43,7 @@ def stocked_setup(seed: int = BACKGROUND["seed"], split: str = BACKGROUND["split
 # Stored with every conversation (app/chat.py), so a chat reopens in the world it had, this
 # setup or an older one (a spec stored without products rebuilds the bare background world).
 DEFAULT_WORLD = {**BACKGROUND, "setup": stocked_setup()}
-MAX_TOOL_STEPS = 8            # model replies per answer (tool calls, parse errors, the answer itself)
+MAX_REPLIES = 8            # model replies per answer (tool calls, parse errors, the answer itself)
 
 
 def speaks_world(backend: Any) -> bool:
@@ -73,7 +73,7 @@ def world_from_spec(spec: Mapping[str, Any]) -> World:
 
 def no_answer_note(steps_taken: int, early: str = "") -> str:
     """What a person reads when the loop ended without an answer (`early`: why it stopped early)."""
-    why = early or f"no answer after {steps_taken} tool steps (the limit is {MAX_TOOL_STEPS})"
+    why = early or f"no answer after {steps_taken} tool steps (the limit is {MAX_REPLIES})"
     return f"(The model gave no answer: {why}.)"
 
 

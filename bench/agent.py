@@ -57,12 +57,12 @@ from bench.venue import VIAS, venue, via_of
 from engine.metrics import LABELS
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
-from world.agent import DEFAULT_MAX_STEPS, Transcript, run_episode
+from world.agent import DEFAULT_MAX_REPLIES, Transcript, run_episode
 from world.tasks import TASK_SETS, load_heldout_tasks, task_group
 
 
 def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,
-                        config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
+                        config: GenerationConfig = DEFAULT_CONFIG, *, max_replies: int = DEFAULT_MAX_REPLIES,
                         system: str | None = "auto", warmup: bool = True, scaffold: bool = False,
                         progress: Callable[[int, int], None] | None = None,
                         on_episode: Callable[[str, int, Transcript], None] | None = None,
@@ -85,14 +85,14 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     if warmup:  # first-call costs (allocation, caches, lazy imports) stay out of the numbers
         for name in names:
             forget_prompts(runs[name][0])
-            run_episode(runs[name][0], tasks[0], runs[name][1], max_steps=max_steps, system=system, pages=pages)
+            run_episode(runs[name][0], tasks[0], runs[name][1], max_replies=max_replies, system=system, pages=pages)
     if pages is not None:
         pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
 
     def one_episode(name: str, task: dict[str, Any], attempt: int) -> Transcript:
         backend, run_config = runs[name]
         forget_prompts(backend)
-        return run_episode(backend, task, run_config.replace(seed=config.seed + attempt), max_steps=max_steps,
+        return run_episode(backend, task, run_config.replace(seed=config.seed + attempt), max_replies=max_replies,
                            system=system, pages=pages)
 
     episodes = interleaved(tasks, attempts, names, one_episode, on_episode, progress)
@@ -173,7 +173,8 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--attempts", type=int, default=3)
     agent.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     agent.add_argument("--device", default="auto")
-    agent.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    agent.add_argument("--max-replies", "--max-steps", dest="max_replies", type=int, default=DEFAULT_MAX_REPLIES,
+                       help="replies of the model per task (each a tool call or the answer); old name --max-steps")
     agent.add_argument("--system", choices=("auto", "none", "compact", "full"), default="auto")
     agent.add_argument("--task-set", choices=tuple(TASK_SETS) + tuple(CONVERSATION_SETS), default="templates",
                        help="which benchmark: templates (default), phrasing (held-out wording), words (held-out "
@@ -247,7 +248,7 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
     system = None if args.system == "none" else args.system
     lines: list[str] = []
     with venue(args.via) as pages:
-        report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_steps=args.max_steps,
+        report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_replies=args.max_replies,
                                      system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
                                      progress=progress_bar(), pages=pages,
                                      on_episode=lambda *e: lines.append(json.dumps(episode_record(*e))))

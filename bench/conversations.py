@@ -43,7 +43,7 @@ from bench.report import load_model, progress_bar
 from bench.venue import venue, via_of
 from engine.trace import GenerationConfig
 from world import conversation_sets, office_six
-from world.agent import DEFAULT_MAX_STEPS, ConversationTranscript, one_request, prompt_ids_for, run_conversation
+from world.agent import DEFAULT_MAX_REPLIES, ConversationTranscript, one_request, prompt_ids_for, run_conversation
 
 # The seed's claim is about six tasks in a row: the ratio is read at position 6 when it exists.
 RATIO_POSITION = 6
@@ -58,7 +58,7 @@ CONVERSATION_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], lis
 
 
 def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dict[str, Any]], attempts: int = 3,
-                               config: GenerationConfig = DEFAULT_CONFIG, *, max_steps: int = DEFAULT_MAX_STEPS,
+                               config: GenerationConfig = DEFAULT_CONFIG, *, max_replies: int = DEFAULT_MAX_REPLIES,
                                system: str | None = "auto", reads: str = "declared", warmup: bool = True,
                                progress: Callable[[int, int], None] | None = None,
                                on_conversation: Callable[[str, int, ConversationTranscript], None] | None = None,
@@ -76,15 +76,15 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
     if warmup:
         for name in names:
             forget_prompts(backends[name])
-            run_conversation(backends[name], conversations[0], config, max_steps=max_steps, system=system, reads=reads,
-                             pages=pages)
+            run_conversation(backends[name], conversations[0], config, max_replies=max_replies, system=system,
+                             reads=reads, pages=pages)
     if pages is not None:
         pages.driver.call_ms.clear()        # the warm-up's calls (first page loads, compiles) stay out
 
     def one_conversation(name: str, conversation: dict[str, Any], attempt: int) -> ConversationTranscript:
         forget_prompts(backends[name])
         return run_conversation(backends[name], conversation, config.replace(seed=config.seed + attempt),
-                                max_steps=max_steps, system=system, reads=reads, pages=pages)
+                                max_replies=max_replies, system=system, reads=reads, pages=pages)
 
     runs = interleaved(conversations, attempts, names, one_conversation, on_conversation, progress)
     kind_of = {f"{c['id']}.{k}": conversation_sets.request_kind(t)
@@ -197,7 +197,7 @@ def conversation_report(args: argparse.Namespace, config: GenerationConfig) -> d
     lines: list[str] = []
     with venue(args.via) as pages:
         report = run_conversation_benchmark(
-            backends, conversations[:count], args.attempts, config, max_steps=args.max_steps,
+            backends, conversations[:count], args.attempts, config, max_replies=args.max_replies,
             system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,
             progress=progress_bar(), on_conversation=lambda *e: lines.append(json.dumps(conversation_record(*e))),
             pages=pages)

@@ -42,7 +42,7 @@ from world.start import world_for
 from world.state import World
 from world.tools import FINISH, call_tool
 
-DEFAULT_MAX_STEPS = 8
+DEFAULT_MAX_REPLIES = 8
 VETO = {"error": "repeated_call"}
 # why a loop ended early when should_stop() turned true (a person pressed Stop): the generation in
 # progress ends as a cancelled step, built by the engine (engine.generate.until_stopped)
@@ -163,11 +163,12 @@ def _execute(world: World, call: dict[str, Any]) -> Any:
 
 
 def act(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
-        max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, on_step: Callable[[Step], None] | None = None,
-        on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
+        max_replies: int = DEFAULT_MAX_REPLIES, text_answers: bool = False,
+        on_step: Callable[[Step], None] | None = None, on_frame: Callable[[Frame], None] | None = None,
+        generate_fn: GenerateFn | None = None,
         page_tools: PageTools | None = None, should_stop: Callable[[], bool] | None = None) -> tuple[str | None, str]:
     """Let the model call tools on `world` until it calls finish (or, with `text_answers`, replies
-    in plain text), at most `max_steps` replies. `messages` (the chat as the model reads it) grows
+    in plain text), at most `max_replies` replies. `messages` (the chat as the model reads it) grows
     in place; each step goes to on_step. Returns (final answer or None, why it ended early or "").
 
     A reply that does not parse is a step with a typed error; the model reads the error back and
@@ -176,7 +177,7 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
     Once should_stop() turns true, the reply in progress ends as a cancelled step and the loop
     returns (None, STOPPED).
     """
-    events = act_steps(backend, world, messages, config, max_steps=max_steps, text_answers=text_answers,
+    events = act_steps(backend, world, messages, config, max_replies=max_replies, text_answers=text_answers,
                        generate_fn=generate_fn, page_tools=page_tools, should_stop=should_stop)
     try:
         while True:
@@ -194,7 +195,7 @@ def act(backend: Any, world: World, messages: list[dict[str, str]], config: Gene
 
 
 def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config: GenerationConfig, *,
-              max_steps: int = DEFAULT_MAX_STEPS, text_answers: bool = False, generate_fn: GenerateFn | None = None,
+              max_replies: int = DEFAULT_MAX_REPLIES, text_answers: bool = False, generate_fn: GenerateFn | None = None,
               page_tools: PageTools | None = None,
               should_stop: Callable[[], bool] | None = None) -> Generator[Frame | Step, None, tuple[str | None, str]]:
     """`act` as a generator: each forward's Frame and each finished Step in order, returning
@@ -203,7 +204,7 @@ def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config
     true (asked after each frame and before each reply), the reply in progress ends as a cancelled
     step and the loop returns (None, STOPPED); nothing of a cut reply is parsed or run."""
     seen: set[str] = set()
-    for _ in range(max_steps):
+    for _ in range(max_replies):
         if should_stop is not None and should_stop():
             return None, STOPPED
         t0 = time.perf_counter()
@@ -254,7 +255,7 @@ def act_steps(backend: Any, world: World, messages: list[dict[str, str]], config
     return None, ""
 
 
-def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *, max_steps: int = DEFAULT_MAX_STEPS,
+def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *, max_replies: int = DEFAULT_MAX_REPLIES,
                 system: str | None = "auto", on_step: Callable[[Step], None] | None = None,
                 on_frame: Callable[[Frame], None] | None = None, generate_fn: GenerateFn | None = None,
                 pages: Any = None, should_stop: Callable[[], bool] | None = None) -> Transcript:
@@ -299,7 +300,7 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
         verdict = grade_document(task, transcript.final_answer or "")
     else:
         transcript.final_answer, transcript.stopped = act(
-            backend, world, messages, config, max_steps=max_steps, on_step=record, on_frame=on_frame,
+            backend, world, messages, config, max_replies=max_replies, on_step=record, on_frame=on_frame,
             generate_fn=generate_fn, page_tools=page_tools, should_stop=should_stop)
         transcript.seconds = time.perf_counter() - started
         verdict = grade(task, world, transcript.final_answer, transcript.steps)
@@ -334,7 +335,7 @@ def _graded_world(task: dict[str, Any], steps: list[Step]) -> World:
 
 
 def run_conversation(backend: Any, conversation: dict[str, Any], config: GenerationConfig, *,
-                     max_steps: int = DEFAULT_MAX_STEPS, system: str | None = "auto", reads: str = "declared",
+                     max_replies: int = DEFAULT_MAX_REPLIES, system: str | None = "auto", reads: str = "declared",
                      generate_for: Callable[[dict[str, Any]], GenerateFn] | None = None,
                      on_step: Callable[[Step], None] | None = None, pages: Any = None,
                      on_frame: Callable[[Frame], None] | None = None, should_stop: Callable[[], bool] | None = None,
@@ -376,7 +377,7 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
 
         t0 = time.perf_counter()
         transcript.final_answer, transcript.stopped = act(
-            backend, world, context, config, max_steps=max_steps, on_step=record,
+            backend, world, context, config, max_replies=max_replies, on_step=record,
             generate_fn=generate_for(task) if generate_for else None, page_tools=page_tools, on_frame=on_frame,
             should_stop=should_stop)
         transcript.seconds = time.perf_counter() - t0

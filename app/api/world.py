@@ -5,7 +5,7 @@ when the client offers no tools of its own (none given, or tool_choice "none").
 The model acts in its own world on the server, as in the Chat tab: `world.agent.act` with plain
 text allowed as the answer, on a fresh world per call (app/conversation_world.py: the held-out task whose
 instruction the latest user message is, else the held-out background world with every style
-stocked), at most MAX_TOOL_STEPS replies; each tool call runs on that world and the model reads
+stocked), at most MAX_REPLIES replies; each tool call runs on that world and the model reads
 its response.
 The answer (finish's `answer`, or plain text) is the message content with finish_reason
 "stop"; with no answer within the steps the content is a sentence saying so and finish_reason
@@ -33,7 +33,7 @@ from world.format import CALL_OPEN, TOOL_CALLS, render_call
 from world.tools import FINISH
 
 from ..conversation_world import (
-    MAX_TOOL_STEPS,
+    MAX_REPLIES,
     model_context,
     no_answer_note,
     speaks_world,
@@ -112,7 +112,7 @@ def answer(backend: Any, request: ChatRequest, encode: Callable[[list[dict[str, 
 
     try:
         final, early = act(backend, world, messages, request.config,
-                           max_steps=MAX_TOOL_STEPS, text_answers=True, on_step=record, generate_fn=generate)
+                           max_replies=MAX_REPLIES, text_answers=True, on_step=record, generate_fn=generate)
     except ClientGone:
         final, early = None, "the client went away"
     if final is None and early and not steps:       # nothing ran: the prompt alone did not fit

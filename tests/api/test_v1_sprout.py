@@ -31,11 +31,11 @@ class Step:                       # what the grader reads of a step
     error: dict[str, Any] | None = None
 
 
-def drive(client, task: dict[str, Any], max_steps: int = 8) -> tuple[bool, str, list[Step]]:
+def drive(client, task: dict[str, Any], max_replies: int = 8) -> tuple[bool, str, list[Step]]:
     """One attempt at `task` where every model turn is a /v1 call and every tool runs here."""
     world, steps, answer = world_for(task), [], None
     messages: list[dict[str, Any]] = [{"role": "user", "content": task["instruction"]}]
-    for _ in range(max_steps):
+    for _ in range(max_replies):
         reply = client.chat.completions.create(model=MODEL, messages=messages, tools=openai_tools(), temperature=0)
         message = reply.choices[0].message
         if not message.tool_calls:

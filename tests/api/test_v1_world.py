@@ -14,7 +14,7 @@ from app.api import world
 from app.api.canvas import MASK_GLYPH
 from app.api.protocol import lift_finish, read_request
 from app.api.world import model_messages
-from app.conversation_world import DEFAULT_WORLD, MAX_TOOL_STEPS, no_answer_note, world_from_spec
+from app.conversation_world import DEFAULT_WORLD, MAX_REPLIES, no_answer_note, world_from_spec
 from tests.api.conftest import WORLD_HELLO, world_target
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import world_format
@@ -102,10 +102,10 @@ def test_a_diffusing_world_run_shows_every_step_and_ends_with_the_answer(client)
 def test_no_answer_within_the_steps_is_said_in_a_sentence(client):
     reply = ask(client, FOREVER)
     choice = reply.choices[0]
-    assert choice.message.content == no_answer_note(MAX_TOOL_STEPS) and choice.finish_reason == "length"
+    assert choice.message.content == no_answer_note(MAX_REPLIES) and choice.finish_reason == "length"
     calls = choice.model_extra["world_calls"]
-    assert len(calls) == MAX_TOOL_STEPS and {c["name"] for c in calls} == {"view_cart"}
-    assert [c.get("error") for c in calls] == [None] + ["repeated_call"] * (MAX_TOOL_STEPS - 1)
+    assert len(calls) == MAX_REPLIES and {c["name"] for c in calls} == {"view_cart"}
+    assert [c.get("error") for c in calls] == [None] + ["repeated_call"] * (MAX_REPLIES - 1)
 
 
 def test_client_tools_get_calls_and_finish_is_the_answer_unless_offered(client):

@@ -425,13 +425,13 @@ def test_a_one_request_model_reads_only_the_new_message_and_keeps_its_world(tmp_
 
 
 def test_no_answer_within_the_tool_steps_is_said_as_the_api_says_it(ctx):
-    from app.conversation_world import MAX_TOOL_STEPS, no_answer_note
+    from app.conversation_world import MAX_REPLIES, no_answer_note
 
     ctx.registry.get("fake-bd").target = render_call("view_cart", {})
     final = ask(ChatHandlers(ctx), "Show my cart", settings=(64, 16, 16, "threshold", 0.9, 0.0, 0))[-1]
     shown = final[OUT["chatbot"]]
-    assert len([m for m in shown if m.get("metadata")]) == MAX_TOOL_STEPS
-    assert shown[-1]["content"] == markdown_safe(no_answer_note(MAX_TOOL_STEPS))
+    assert len([m for m in shown if m.get("metadata")]) == MAX_REPLIES
+    assert shown[-1]["content"] == markdown_safe(no_answer_note(MAX_REPLIES))
     assert "gave no answer: no answer after 8 tool steps (the limit is 8)" in html.unescape(shown[-1]["content"])
 
 

@@ -129,9 +129,9 @@ def test_the_sessions_transcript_and_the_replay_export_mark_the_stored_call(ctx)
 
 
 def test_the_chat_export_of_a_call_marks_it(ctx):
-    from app.conversation_world import MAX_TOOL_STEPS
+    from app.conversation_world import MAX_REPLIES
 
-    calls = [render_call("checkout_guest", {**MISCOPIED, "address": f"{i} Oak Street"}) for i in range(MAX_TOOL_STEPS)]
+    calls = [render_call("checkout_guest", {**MISCOPIED, "address": f"{i} Oak Street"}) for i in range(MAX_REPLIES)]
     scripted(ctx, *calls)                                      # no answer: the last generation is a call
     chat = ChatHandlers(ctx)
     final = ask(chat, MIA, settings=LONG)[-1]

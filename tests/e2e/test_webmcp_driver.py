@@ -99,7 +99,7 @@ def test_a_scripted_model_uses_a_third_party_page_through_the_agent_loop(browser
 
         steps = []
         messages = [{"role": "user", "content": "Tidy my list."}]
-        answer, early = act(None, None, messages, GenerationConfig(), max_steps=len(SCRIPT), on_step=steps.append,
+        answer, early = act(None, None, messages, GenerationConfig(), max_replies=len(SCRIPT), on_step=steps.append,
                             generate_fn=model, page_tools=page_tools)
         assert (answer, early) == ("Milk is done.", "")
         observations = [s.observation for s in steps[:-1]]

@@ -254,7 +254,7 @@ def test_bench_episodes_start_with_no_prompt_cached(twins, monkeypatch):
     monkeypatch.setattr(bench, "run_episode", episode)
     bd, ar = twins
     report = run_agent_benchmark({"bd": bd, "ar": ar}, load_heldout_tasks()[:2], attempts=1,
-                                 config=CONFIG.replace(scaffold=False, gen_length=32), max_steps=2, scaffold=True)
+                                 config=CONFIG.replace(scaffold=False, gen_length=32), max_replies=2, scaffold=True)
     assert len(kept_at_start) == 4 + 2 * 4 and report["models"]["bd (scaffold)"]["attempts"] == 2   # warm-ups, episodes
     assert kept_at_start == [0] * len(kept_at_start)
 

@@ -47,7 +47,7 @@ def test_commit_then_denoise_equals_the_two_passes(pattern, shift, conv, n):
 
 
 def _replies(backend, tasks, config):
-    return [[step.result.token_ids for step in run_episode(backend, task, config, max_steps=3).steps]
+    return [[step.result.token_ids for step in run_episode(backend, task, config, max_replies=3).steps]
             for task in tasks]
 
 

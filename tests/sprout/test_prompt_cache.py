@@ -87,7 +87,7 @@ def test_agent_episodes_are_the_same_with_and_without_the_cache(causal):
     reference.prompt_cache = WholePrefill()
     config = GenerationConfig(gen_length=32, block_size=8, steps=8, sampler="threshold", threshold=0.6)
     for task in load_heldout_tasks()[:4]:
-        runs = [run_episode(backend, task, config, max_steps=3) for backend in (cached, reference)]
+        runs = [run_episode(backend, task, config, max_replies=3) for backend in (cached, reference)]
         replies = [[step.result.token_ids for step in transcript.steps] for transcript in runs]
         assert replies[0] and replies[0] == replies[1]
     assert cached.prompt_cache.tokens_run < reference.prompt_cache.tokens_run

@@ -63,7 +63,7 @@ def test_other_backends_get_their_chat_template_and_the_full_tool_list():
 def test_unparsable_replies_are_fed_back_as_typed_errors():
     task = TASKS[1]
     backend = FakeARBackend("I think the answer is 42.")
-    transcript = run_episode(backend, task, CONFIG, system="compact", max_steps=3)
+    transcript = run_episode(backend, task, CONFIG, system="compact", max_replies=3)
     assert not transcript.success and transcript.error_type == "parse_error" and len(transcript.steps) == 3
     assert transcript.steps[0].error["kind"] == "no_call" and transcript.steps[0].observation == {"error": "no_call"}
     assert transcript.messages[2] == {"role": "assistant", "content": "I think the answer is 42."}

@@ -28,7 +28,7 @@ def test_step_limit_and_veto_are_enforced():
     task = TASKS[0]
     _, loop_type = FAILURES["repeated_call"]
     model = FAILURES["repeated_call"][0](task)
-    transcript = run_episode(None, task, GenerationConfig(), max_steps=5, generate_fn=model)
+    transcript = run_episode(None, task, GenerationConfig(), max_replies=5, generate_fn=model)
     assert len(transcript.steps) == 5 and loop_type == transcript.error_type == "loop"
     assert [s.observation for s in transcript.steps[1:]] == [{"error": "repeated_call"}] * 4
     assert transcript.steps[0].observation != {"error": "repeated_call"}
