@@ -21,7 +21,8 @@ from engine.trace import ConfigError, GenerationConfig, block_size_of
 from visualizer.parts import part_count
 from world.agent import DEFAULT_MAX_REPLIES, Step, run_conversation, run_episode
 from world.start import world_for
-from world.tasks import load_heldout_tasks, make_task
+from world.task_sets import load_heldout_tasks
+from world.tasks import make_task
 from world.tools import FINISH, call_tool
 
 from .agent_record import Venue, agent_exchange, last_call, stopped

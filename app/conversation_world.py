@@ -12,7 +12,7 @@ from typing import Any
 from world import agent, entities
 from world.start import world_for
 from world.state import World, make_world, random_product
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 BACKGROUND = {"seed": 0, "split": "heldout"}
 PER_STYLE = 3                 # products of every style in the Chat's world, each in its own colour

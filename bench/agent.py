@@ -58,7 +58,8 @@ from engine.metrics import LABELS
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
 from world.agent import DEFAULT_MAX_REPLIES, Transcript, run_episode
-from world.tasks import TASK_SETS, load_heldout_tasks, task_group
+from world.task_sets import TASK_SETS, load_heldout_tasks
+from world.tasks import task_group
 
 
 def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], attempts: int = 3,

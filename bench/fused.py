@@ -15,7 +15,7 @@ import argparse
 import statistics
 from typing import Any
 
-from world.tasks import TASK_SETS
+from world.task_sets import TASK_SETS
 
 
 def run_fused(backend: Any, tasks: list[dict[str, Any]], attempts: int = 2) -> dict[str, Any]:

@@ -171,7 +171,7 @@ def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templ
     from engine.catalog import bundled_decoding
     from engine.trace import GenerationConfig
     from world.agent import run_episode
-    from world.tasks import TASK_SETS
+    from world.task_sets import TASK_SETS
     if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
         model = copy.deepcopy(model).cpu()
     model.eval()

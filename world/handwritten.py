@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from world import conversation_sets, conversations
-from world.tasks import write_task_list
+from world.task_sets import write_task_list
 
 UNPAID, PAID, ANY = {"status": "unpaid"}, {"status": "paid"}, {"status": None}
 

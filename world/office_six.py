@@ -58,6 +58,6 @@ def validation_office_six(n: int, seed: int = OFFICE_SIX_VALIDATION_SEED) -> lis
 
 
 if __name__ == "__main__":  # python -m world.office_six: rewrite the committed set (on purpose only)
-    from world.tasks import write_task_list
+    from world.task_sets import write_task_list
 
     write_task_list(make_office_six(), OFFICE_SIX_PATH)

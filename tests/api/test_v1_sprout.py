@@ -17,7 +17,7 @@ from engine.catalog import models_dir
 from world.format import CALL_OPEN, render_response
 from world.grader import grade
 from world.start import world_for
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 from world.tools import FINISH, call_tool, openai_tools
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (models_dir() / "sprout-bd" / "config.json").is_file(),

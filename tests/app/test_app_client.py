@@ -12,7 +12,7 @@ from gradio_client import Client
 from tests.e2e.app_fakes import fake_backends, fake_context, running_app
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 pytestmark = pytest.mark.slow
 # the controls in the page's order (app/controls.py); a run's API takes their values positionally

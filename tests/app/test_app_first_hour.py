@@ -31,7 +31,7 @@ from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from visualizer.plots import commits_per_forward, decision_heatmap
 from world.agent import Step
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.format import render_call
 from world.start import world_for
-from world.tasks import load_heldout_tasks, make_task
+from world.task_sets import load_heldout_tasks
+from world.tasks import make_task
 
 NAMES = ("gen_length", "block_size", "steps", "sampler", "threshold", "temperature", "seed")
 SETTINGS = (64, 16, 8, "threshold", 0.9, 0.0, 0)

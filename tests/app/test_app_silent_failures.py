@@ -17,7 +17,7 @@ from tests.app.test_app_handlers import AGENT, OUT, ask, named
 from tests.e2e.app_fakes import fake_context
 from world.agent import Step
 from world.format import render_call
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 CLEO = "Look up customer Cleo Abbott."              # a held-out task: its world has Cleo Abbott
 MIA = "Check out as a guest: Mia Park, mia@example.com, 12 Oak Street."

@@ -11,7 +11,7 @@ from bench.episodes import pass_hat_k
 from bench.report import percentile
 from engine.trace import GenerationConfig
 from tests.world.scripted import babbling_ar, oracle_diffusion
-from world.tasks import load_heldout_tasks, validation_tasks
+from world.task_sets import load_heldout_tasks, validation_tasks
 
 FIELDS = {"attempts", "successes", "success_rate", "pass_hat_3", "median_task_s", "p90_task_s", "mean_nfe",
           "tokens_per_forward", "forwards_per_call", "scaffold", "errors", "edits"}

@@ -26,7 +26,8 @@ from tests.e2e.controls import set_number
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.format import render_call
-from world.tasks import load_heldout_tasks, make_task
+from world.task_sets import load_heldout_tasks
+from world.tasks import make_task
 
 VIEWPORT = {"width": 1440, "height": 960}
 LONG = "abc " * 120                      # a long answer: many forwards

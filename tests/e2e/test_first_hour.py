@@ -22,7 +22,7 @@ from tests.e2e.controls import set_number
 from tests.e2e.test_first_contact import choose, last_conversation, shot
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 pytestmark = BROWSER_MARKS
 

@@ -21,7 +21,7 @@ from tests.e2e.test_browser_watch import sprout_context
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.format import render_call
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 pytestmark = BROWSER_MARKS
 VIEWPORT = {"width": 1440, "height": 960}

@@ -20,7 +20,7 @@ from tests.world.scripted import wrong_tool, wrong_value
 from world.agent import run_episode
 from world.oracle import OracleModel
 from world.start import world_for
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 from world.tools import TOOLS_BY_NAME, call_tool
 from world.webapps.apps import APP_TOOLS
 from world.webapps.server import serve_in_thread

@@ -22,7 +22,7 @@ from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.scaffold_models import RandomLogits, sprout_twins
 from tests.world.scripted import babbling_ar, oracle_diffusion
 from world.format import TOOL_CALLS, ParseError, parse_call
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 from world.tools import TOOLS
 
 run = partial(run_with, tools=TOOL_CALLS)   # scaffolded tool calls are written from the world's registry

@@ -10,7 +10,7 @@ from engine.trace import GenerationConfig
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
 from tests.sprout.test_modeling_equivalence import VOCAB, tiny_model
 from world.agent import run_episode
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 

@@ -9,7 +9,7 @@ from engine.trace import GenerationConfig
 from sprout.prompt_cache import PromptCache
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
 from world.agent import run_episode
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 SYSTEM = {"role": "system", "content": "You are Sprout. Tools: search_products, add_to_cart, finish."}
 FIRST = [SYSTEM, {"role": "user", "content": "Add 2 pink hoodies in size XL."}]

@@ -8,7 +8,7 @@ from pathlib import Path
 from bench.agent import DEFAULT_CONFIG
 from engine.backends.sprout import load
 from world.agent import run_episode
-from world.tasks import PHRASING_PATH, load_heldout_tasks
+from world.task_sets import PHRASING_PATH, load_heldout_tasks
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 FLOOR = 8          # of the 10: the bar for the shipped model

@@ -7,7 +7,7 @@ from pathlib import Path
 from bench.agent import DEFAULT_CONFIG
 from engine.backends.sprout import load
 from world.agent import run_episode
-from world.tasks import load_heldout_tasks
+from world.task_sets import load_heldout_tasks
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

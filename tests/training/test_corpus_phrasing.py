@@ -101,7 +101,7 @@ def test_training_eval_can_choose_checkpoints_on_phrasing_validation_tasks(monke
     import world.agent
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
     from training.train import agent_eval
-    from world.tasks import PHRASING_PATH, load_heldout_tasks
+    from world.task_sets import PHRASING_PATH, load_heldout_tasks
 
     seen = []
 

@@ -18,14 +18,8 @@ from world.agent import run_episode
 from world.format import assistant_spans, parse_call, render_chat
 from world.oracle import OracleModel, solve
 from world.start import world_for
-from world.tasks import (
-    AGENT_INTENTS,
-    ALL_INTENTS,
-    EXTRA_INTENTS,
-    HELDOUT_SIZE,
-    load_heldout_tasks,
-    validation_tasks,
-)
+from world.task_sets import HELDOUT_SIZE, load_heldout_tasks, validation_tasks
+from world.tasks import AGENT_INTENTS, ALL_INTENTS, EXTRA_INTENTS
 
 PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)
 
@@ -148,7 +142,8 @@ def test_heldout_set_is_solved_by_its_gold_and_the_oracle():
 
 
 def test_heldout_document_set_is_committed_balanced_and_solvable():
-    from world.tasks import DOC_INTENTS, HELDOUT_DOCS_PATH, make_heldout_documents
+    from world.task_sets import HELDOUT_DOCS_PATH, make_heldout_documents
+    from world.tasks import DOC_INTENTS
 
     docs = load_heldout_tasks(HELDOUT_DOCS_PATH)
     assert docs == json.loads(json.dumps(make_heldout_documents()))          # the file is what the code makes

@@ -15,7 +15,7 @@ from world.conversation_sets import load_conversations
 from world.conversations import turn_task
 from world.format import render_call, render_chat
 from world.oracle import policy_for
-from world.tasks import PHRASING_PATH, load_heldout_tasks
+from world.task_sets import PHRASING_PATH, load_heldout_tasks
 from world.tools import TOOLS_BY_NAME
 
 Model = Callable[[list[dict[str, str]]], str]

@@ -17,19 +17,14 @@ from world.agent import run_episode
 from world.grader import grade
 from world.oracle import OracleModel
 from world.start import world_for
+from world.task_sets import ABSENT_PATH, ABSENT_SEED, UNKNOWN_PATH, UNKNOWN_SEED, load_heldout_tasks, make_absent_set
 from world.tasks import (
     ABSENT_INTENT,
-    ABSENT_PATH,
-    ABSENT_SEED,
     AGENT_INTENTS,
     ALL_INTENTS,
     PHRASING_INTENTS,
     UNKNOWN_INTENT,
-    UNKNOWN_PATH,
-    UNKNOWN_SEED,
     build_task,
-    load_heldout_tasks,
-    make_absent_set,
     task_seeds,
 )
 from world.templates import ANSWERS

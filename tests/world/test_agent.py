@@ -75,7 +75,7 @@ def test_context_overflow_ends_the_episode_as_step_limit():
     from engine.trace import GenerationConfig
     from tests.fakes import FakeARBackend
     from world.agent import run_episode
-    from world.tasks import load_heldout_tasks
+    from world.task_sets import load_heldout_tasks
 
     task = next(t for t in load_heldout_tasks() if t.get("domain") != "document")
     backend = FakeARBackend('<tool_call>{"name":"view_cart","arguments":{}}</tool_call>', max_length=160)

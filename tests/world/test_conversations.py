@@ -12,7 +12,7 @@ from world.format import render_call
 from world.grader import replay
 from world.oracle import OracleModel
 from world.start import world_for
-from world.tasks import write_task_list
+from world.task_sets import write_task_list
 
 CONFIG = GenerationConfig()
 

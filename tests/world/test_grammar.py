@@ -14,14 +14,13 @@ from world import grammar, phrasebook
 from world.agent import run_episode
 from world.format import render_call
 from world.oracle import OracleModel
+from world.task_sets import load_heldout_tasks, make_heldout_set
 from world.tasks import (
     AGENT_INTENTS,
     OUTSIDE_INTENTS,
     PHRASING_INTENTS,
     TWO_GOAL_INTENTS,
     generate_tasks,
-    load_heldout_tasks,
-    make_heldout_set,
     make_task,
     phrase,
 )

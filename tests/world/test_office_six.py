@@ -8,7 +8,7 @@ from world.agent import run_conversation
 from world.format import render_call
 from world.oracle import OracleModel
 from world.start import world_for
-from world.tasks import write_task_list
+from world.task_sets import write_task_list
 
 
 def test_the_committed_set_is_what_the_generator_draws(tmp_path):

@@ -12,18 +12,15 @@ from world import grammar
 from world.agent import run_episode
 from world.oracle import OracleModel
 from world.start import world_for
-from world.tasks import (
-    OUTSIDE_INTENTS,
-    PHRASING_INTENTS,
+from world.task_sets import (
     PHRASING_PATH,
     PHRASING_SIZE,
     TASK_SETS,
-    TWO_GOAL_INTENTS,
     load_heldout_tasks,
     make_phrasing_set,
     phrasing_validation_tasks,
-    task_group,
 )
+from world.tasks import OUTSIDE_INTENTS, PHRASING_INTENTS, TWO_GOAL_INTENTS, task_group
 
 PHRASED = load_heldout_tasks(PHRASING_PATH)
 BENCH_ARGS = ["--gen-length", "256", "--block-size", "32", "--steps", "32", "--system", "none"]
