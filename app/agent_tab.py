@@ -21,16 +21,13 @@ from engine.trace import ConfigError, GenerationConfig, block_size_of
 from visualizer.parts import part_count
 from world.agent import DEFAULT_MAX_REPLIES, Step, run_conversation, run_episode
 from world.start import world_for
-from world.task_sets import load_heldout_tasks
-from world.tasks import make_task
-from world.tools import FINISH, call_tool
 
 from .agent_record import Venue, agent_exchange, last_call, stopped
 from .agent_scenarios import SCENARIOS, conversation_task, conversation_verdict
+from .agent_tasks import CUSTOM, benchmark_tasks, custom_task, task_label, world_after, world_view
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
-from .conversation_world import DEFAULT_WORLD
 from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import failure, user_error
@@ -55,58 +52,11 @@ from .widgets import (
 from .world_page import WAITING_HTML
 
 AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status", "world_page")
-CUSTOM = ""                                   # the task choice that means "use the typed instruction"
-DOC_TASKS = (("doc_resume", 1), ("doc_html", 2))
 SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool name once chosen, the argument keys, "
                  "quotes, braces) into the canvas as soon as it is known, drawn as pre-filled; the model decides "
                  "only the values, so the call always parses. Off: the model writes every token.")
 WHERE_INFO = ("Web pages: each tool call runs in the shop or office page beside the panel, in a headless browser "
               "(WebMCP), and that page follows it.")
-
-def benchmark_tasks() -> list[dict[str, Any]]:
-    """The held-out agent tasks, then one resume and one page task (answers that are code)."""
-    return load_heldout_tasks() + [make_task(intent, "heldout", seed) for intent, seed in DOC_TASKS]
-
-
-DOMAIN_WORDS = {"shop": "shop", "office": "back office", "doc": "document"}
-
-
-def task_label(task: dict[str, Any]) -> str:
-    """"Find a grey dress in size M. (shop: find)": the instruction whole, then the kind of task in
-    words (the id, "shop_find-heldout-201093322", stays the choice's value)."""
-    domain, _, rest = str(task["intent"]).partition("_")
-    kind = f"{DOMAIN_WORDS.get(domain, domain)}: {rest.replace('_', ' ')}" if rest else domain
-    return f"{' '.join(task['instruction'].split())} ({kind})"
-
-
-def custom_task(instruction: str) -> dict[str, Any]:
-    """A typed instruction in a fresh copy of the world a new chat starts in (the Chat's, every
-    style stocked), so the two tabs stock the same products; no gold answer to grade it against."""
-    return {"id": "typed", "domain": "shop", "intent": "typed", "split": DEFAULT_WORLD["split"],
-            "instruction": instruction, "world": {"seed": DEFAULT_WORLD["seed"], "setup": DEFAULT_WORLD["setup"]},
-            "gold_actions": [], "outputs": []}
-
-
-def world_after(task: dict[str, Any], steps: list[Step]) -> Any:
-    """The world after the executed calls (vetoed and unparsed ones never ran), replayed from the start."""
-    world = world_for(task)
-    for step in steps:
-        if step.call and not step.error and step.call["name"] != FINISH:
-            try:
-                call_tool(world, step.call["name"], step.call["arguments"])
-            except Exception:  # noqa: BLE001 - it failed in the episode too, and changed nothing
-                pass
-    return world
-
-
-def world_view(task: dict[str, Any], steps: list[Step]) -> dict[str, Any]:
-    """The world state the tab shows: cart, orders, invoices, registrations after the executed calls."""
-    if task.get("domain") == "document":
-        return {"note": "Document tasks do not touch the world."}
-    world = world_after(task, steps)
-    state = world.end_state()
-    return {"cart": state["cart"], "cart_total": world.cart_total(), "orders": state["orders"],
-            "invoices": state["invoices"], "registrations": state["registrations"]}
 
 
 class AgentHandlers:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from app.agent_tab import benchmark_tasks, task_label
+from app.agent_tasks import benchmark_tasks, task_label
 from app.chat import ChatHandlers
 from app.chat_tab import answer_text
 from app.chat_turn import CUT_CALL_NOTE, ChatTurn
