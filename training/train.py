@@ -14,27 +14,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import dataclasses
 import json
 import math
-import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from sprout.config import SproutConfig, preset_config
 from sprout.modeling import SproutModel
 from sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
-from training.data import Example, ar_batch, ar_weights, bd_batch, buckets, encode_texts
+from training.checkpoints import atomic_torch_save, save_model_folder
+from training.data import Example, buckets, encode_texts
+from training.evaluate import agent_eval
 from training.grow import grow, widen_conv
+from training.losses import loss_ar, loss_bd, validation_loss
 from training.readout import ShopReadout
 
 TRAIN_PRESETS = {
@@ -76,117 +73,6 @@ def make_corpus(split: str, n: int, seed: int, path: Path) -> None:
     from training.corpus import main as corpus_main
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus_main(["--split", split, "--n", str(n), "--seed", str(seed), "--out", str(path)])
-
-
-def save_model_folder(model: SproutModel, tokenizer, out: Path, extra: dict) -> None:
-    """bf16 weights + config + tokenizer into `out`, each file replaced atomically."""
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}-"))
-    try:
-        bf16 = SproutModel(model.config)
-        bf16.load_state_dict(model.state_dict())
-        bf16.to(torch.bfloat16).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "training.json").write_text(json.dumps(extra, indent=2))
-        # the weights last, so a watcher that reacts to them finds config and tokenizer ready
-        names = sorted(p.name for p in tmp.iterdir() if p.is_file())
-        names.sort(key=lambda n: n.endswith(".safetensors"))
-        for name in names:
-            os.replace(tmp / name, out / name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def next_token_loss(logits: torch.Tensor, batch: list[Example], targets: torch.Tensor,
-                    focus_weight: float = 1.0, decision_weight: float = 1.0) -> torch.Tensor:
-    """Mean CE over assistant targets (B, T), focus tokens counted focus_weight times and
-    decision tokens decision_weight times."""
-    if focus_weight == 1.0 and decision_weight == 1.0:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
-    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="none")
-    weights = ar_weights(batch, targets.shape[1], focus_weight, decision_weight).to(ce.device).flatten()
-    return (ce * weights).sum() / max(int((targets != -100).sum()), 1)
-
-
-def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
-            focus_weight: float = 1.0, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
-    x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
-    logits = model(x)                                                     # (B, T, V)
-    n_targets = int((targets != -100).sum())
-    return next_token_loss(logits, batch, targets, focus_weight, decision_weight), n_targets
-
-
-def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
-            gen: torch.Generator, complementary: bool = False, ar_weight: float = 0.0,
-            focus_weight: float = 1.0, decision_weight: float = 1.0, on_blocks=None,
-            shifted_share: float = 0.0) -> tuple[torch.Tensor, int]:
-    """Masked-diffusion loss on noisy blocks; with ar_weight > 0 plus that times the next-token
-    loss of the clean stream (the AR twin's pass, computed anyway as the blocks' context), so the
-    adaptation keeps and sharpens what the AR twin knows about copying from the prompt. Focus
-    tokens (data.FOCUS) count focus_weight times in both, decision tokens (data.DECISION)
-    decision_weight times. on_blocks, if given, is told the
-    blocks' starts (B, NB) before the forward pass (the colour read-out uses them)."""
-    cfg = model.config
-    blocks = bd_batch(batch, block, ids, (cfg.noise_low, cfg.noise_high), gen, complementary, focus_weight,
-                      decision_weight, shifted_share)                                               # on the CPU
-    blocks = dataclasses.replace(blocks, **{name: getattr(blocks, name).to(model.device)
-                                            for name in ("clean", "noisy", "starts", "targets", "weights")})
-    if on_blocks is not None:
-        on_blocks(blocks.starts)
-    logits, clean_h = model.bd_forward(blocks.clean, blocks.noisy, blocks.starts)        # (B, NB, C, V), (B, T, d)
-    ce = F.cross_entropy(logits.flatten(0, 2), blocks.targets.flatten(), ignore_index=-100, reduction="none")
-    # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
-    # averaged over block tokens
-    loss = (ce * blocks.weights.flatten()).sum() / max(blocks.n_tokens, 1)
-    if ar_weight:
-        ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
-        loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight,
-                                                  decision_weight)
-    return loss, int((blocks.targets != -100).sum())
-
-
-@torch.no_grad()
-def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
-    model.eval()
-    gen = torch.Generator().manual_seed(seed)
-    total, count = 0.0, 0
-    for i, batch in enumerate(buckets(examples, max_tokens, random.Random(seed))):
-        block = model.config.block_sizes[i % len(model.config.block_sizes)]
-        loss, n_targets = loss_ar(model, batch, ids) if twin == "ar" else loss_bd(model, batch, ids, block, gen)
-        total, count = total + loss.item() * n_targets, count + n_targets
-    model.train()
-    return total / max(count, 1)
-
-
-def agent_eval(model, tokenizer, twin: str, n_tasks: int, task_set: str = "templates") -> dict:
-    """Greedy agent episodes on held-out validation tasks of a task set (world.tasks.TASK_SETS;
-    never the benchmark's tasks)."""
-    from engine.backends.sprout import SproutARBackend, SproutBackend
-    from engine.catalog import bundled_decoding
-    from engine.trace import GenerationConfig
-    from world.agent import run_episode
-    from world.task_sets import TASK_SETS
-    if model.device.type != "cpu":   # the backends decode on the CPU, as the shipped model does
-        model = copy.deepcopy(model).cpu()
-    model.eval()
-    backend = (SproutARBackend if twin == "ar" else SproutBackend)(model, tokenizer, name=f"sprout-{twin}")
-    # short, for speed; the grammar's sets hold outside-the-world answers of up to ~70 tokens
-    gen_length = 64 if task_set == "templates" else 96
-    cfg = GenerationConfig(**{**bundled_decoding(), "gen_length": gen_length, "block_size": 8, "steps": 8})
-    tasks = TASK_SETS[task_set][1](n_tasks)
-    wins, nfe = 0, 0
-    for task in tasks:
-        transcript = run_episode(backend, task, cfg)
-        wins += bool(transcript.success)
-        nfe += transcript.nfe
-    model.train()
-    return {"agent_success": wins / max(len(tasks), 1), "agent_tasks": len(tasks), "agent_nfe": nfe}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -179,7 +179,7 @@ def test_list_rescans_every_call(_isolated):
 def test_sprout_folder_goes_to_sprout_backend(_isolated):
     from engine.backends.sprout import SproutARBackend, SproutBackend
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
-    from training.train import save_model_folder
+    from training.checkpoints import save_model_folder
 
     for name, causal, cls in (("sprout-bd", False, SproutBackend), ("sprout-ar", True, SproutARBackend)):
         save_model_folder(tiny_sprout(causal=causal), tiny_tokenizer(), _isolated / "models" / name, {})

@@ -10,7 +10,7 @@ from engine.backends.sprout import SproutARBackend, SproutBackend, load
 from engine.generate import run
 from engine.trace import GenerationConfig
 from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
-from training.train import save_model_folder
+from training.checkpoints import save_model_folder
 
 PROMPT = [{"role": "user", "content": "Add 2 pink hoodies in size XL."}]
 

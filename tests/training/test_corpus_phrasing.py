@@ -100,7 +100,7 @@ def test_training_eval_can_choose_checkpoints_on_phrasing_validation_tasks(monke
     """training.train --agent-task-set phrasing: validation tasks in held-out wording, no benchmark task."""
     import world.agent
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
-    from training.train import agent_eval
+    from training.evaluate import agent_eval
     from world.task_sets import PHRASING_PATH, load_heldout_tasks
 
     seen = []

@@ -9,8 +9,8 @@ import torch
 
 from tests.sprout.helpers import corpus_texts, special_ids, spell_marks, tiny_sprout, tiny_tokenizer
 from training.data import FOCUS, encode_texts
+from training.losses import loss_bd
 from training.readout import ShopReadout
-from training.train import loss_bd
 from world.entities import COLORS
 
 

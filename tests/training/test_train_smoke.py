@@ -69,7 +69,7 @@ def test_agent_eval_decodes_each_twin_its_own_way(monkeypatch):
     import world.agent
     from engine.backends.sprout import SproutARBackend, SproutBackend
     from tests.sprout.helpers import tiny_sprout, tiny_tokenizer
-    from training.train import agent_eval
+    from training.evaluate import agent_eval
 
     seen = []
 
@@ -87,7 +87,7 @@ def test_bd_loss_adds_the_clean_streams_next_token_loss():
     """loss_bd(ar_weight=w) - loss_bd(ar_weight=0) == w * the AR twin's loss on the same ids."""
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
     from training.data import encode_texts
-    from training.train import loss_ar, loss_bd
+    from training.losses import loss_ar, loss_bd
 
     tok = tiny_tokenizer()
     ids = special_ids(tok)
@@ -153,7 +153,7 @@ def test_a_token_weight_raises_the_loss_by_those_tokens_share(field):
     all targets."""
     from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
     from training.data import ar_batch, encode_texts
-    from training.train import loss_ar
+    from training.losses import loss_ar
 
     tok = tiny_tokenizer()
     model = tiny_sprout(causal=True)
