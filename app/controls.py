@@ -15,6 +15,7 @@ import gradio as gr
 
 from engine.metrics import LABELS, MEANINGS
 from engine.sampler_table import SAMPLERS
+from engine.setting_rules import setting_label
 from engine.trace import CACHE_MODES, GenerationConfig
 from visualizer.escape import markdown_text
 
@@ -132,9 +133,11 @@ def how_it_works() -> str:
     )
 
 
-def _slider(name: str, label: str, value: Any, prefix: str, **kw: Any) -> gr.Slider:
+def _slider(name: str, label: str | None, value: Any, prefix: str, **kw: Any) -> gr.Slider:
+    """A setting's slider, labelled as every sentence about the setting names it (None:
+    engine.setting_rules.setting_label) unless the control says more (a unit)."""
     low, high, step = RANGES[name]
-    return gr.Slider(low, high, value=value, step=step, label=label, info=INFO[name],
+    return gr.Slider(low, high, value=value, step=step, label=label or setting_label(name), info=INFO[name],
                      elem_id=f"{prefix}-{name.replace('_', '-')}", **kw)
 
 
@@ -160,22 +163,22 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
     # Two controls a row: the settings sit in a half-width column, and their info lines need room.
     with gr.Row():
         controls["gen_length"] = _slider("gen_length", "Generation length (tokens)", defaults["gen_length"], prefix)
-        controls["block_size"] = _slider("block_size", "Block size", defaults["block_size"], prefix)
+        controls["block_size"] = _slider("block_size", None, defaults["block_size"], prefix)
     with gr.Row():
-        controls["steps"] = _slider("steps", "Steps per block", defaults["steps"], prefix)
+        controls["steps"] = _slider("steps", None, defaults["steps"], prefix)
         controls["sampler"] = gr.Dropdown(SAMPLER_CHOICES, value=defaults["sampler"], label="Sampler",
                                           info=INFO["sampler"], elem_id=f"{prefix}-sampler")
     with gr.Row():
-        controls["threshold"] = _slider("threshold", "Threshold", defaults["threshold"], prefix)
-        controls["factor"] = _slider("factor", "Factor", defaults.get("factor", 1.0), prefix)
+        controls["threshold"] = _slider("threshold", None, defaults["threshold"], prefix)
+        controls["factor"] = _slider("factor", None, defaults.get("factor", 1.0), prefix)
     with gr.Row():
-        controls["entropy_bound"] = _slider("entropy_bound", "Entropy bound", defaults.get("entropy_bound", 0.5),
+        controls["entropy_bound"] = _slider("entropy_bound", None, defaults.get("entropy_bound", 0.5),
                                             prefix)
         if with_sampling:
-            controls["temperature"] = _slider("temperature", "Temperature", defaults["temperature"], prefix)
+            controls["temperature"] = _slider("temperature", None, defaults["temperature"], prefix)
     if with_sampling:
         with gr.Row():
-            controls["top_p"] = _slider("top_p", "Top-p", defaults.get("top_p", 1.0), prefix)
+            controls["top_p"] = _slider("top_p", None, defaults.get("top_p", 1.0), prefix)
             controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
     with gr.Row():
         controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
@@ -184,9 +187,9 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
             controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
                                          elem_id=f"{prefix}-seed")
     with gr.Row():
-        controls["edit_threshold"] = _slider("edit_threshold", "Edit threshold",
+        controls["edit_threshold"] = _slider("edit_threshold", None,
                                              defaults.get("edit_threshold", _EDIT_DEFAULTS["edit_threshold"]), prefix)
-        controls["max_post_steps"] = _slider("max_post_steps", "Max post steps",
+        controls["max_post_steps"] = _slider("max_post_steps", None,
                                              defaults.get("max_post_steps", _EDIT_DEFAULTS["max_post_steps"]), prefix)
     with gr.Row():
         controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
@@ -194,7 +197,7 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
                                             defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
     with gr.Row():
-        controls["remask_count"] = _slider("remask_count", "Remask count",
+        controls["remask_count"] = _slider("remask_count", None,
                                            defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
     if with_sampling:                                  # the agent tab runs Sprout models, which keep no such cache
         with gr.Row():
