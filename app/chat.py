@@ -52,9 +52,7 @@ from .steps import chat_messages, context_messages, step_turns
 from .structured import structured_answer
 from .trace_panel import scrubber_for
 from .warmup import LOADING_PANEL, is_loading
-from .widgets import (
-    file_list,
-)
+from .widgets import file_list
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
                 "commits", "prompt", "status", "version", "versions_row", "world_page")

@@ -42,8 +42,6 @@ from .world_page import WAITING_HTML
 # The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
 # buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
 CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
-
-
 QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
                "now.")
 

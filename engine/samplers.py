@@ -29,12 +29,6 @@ if TYPE_CHECKING:   # the types import this table to validate configs, so no imp
     from engine.trace import GenerationConfig
 
 
-# --------------------------------------------------------------------------- proposals
-
-
-# --------------------------------------------------------------------------- schedules
-
-
 # --------------------------------------------------------------------------- selection rules
 
 def _ranked(scores: torch.Tensor, masked: torch.Tensor, descending: bool = True) -> torch.Tensor:

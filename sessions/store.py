@@ -414,5 +414,3 @@ class SessionStore:
 
 
 PRESET_NAME_CHARS = 60
-
-

@@ -25,8 +25,6 @@ from .config import SproutConfig
 from .layers import RMSNorm
 
 GDN_CHUNK = 16  # chunk of the WY/UT form in the clean stream
-
-
 # SPROUT_TRITON=0 keeps Sprout on the torch kernels on CUDA too, so validation during GPU training
 # runs the code of the training steps (scripts/train_sprout_gpu.sh); by default the kernels use
 # Triton on CUDA when no gradient is needed.
