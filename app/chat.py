@@ -13,6 +13,11 @@ spec in the meta, every executed call in the turns) and persists across turns. A
 that is a held-out task's instruction, sent while that world is untouched, opens the task's world
 instead (as the API does for a request with no world), and the page shows that one.
 
+"Tools run in" picks where the calls run: on that World in the app (the default), or in its web
+pages, through WebMCP in the app's headless browser (app/page_venue.py) under the very page
+session the frame shows, so the frame is the page the model acts on (the World the server keeps
+for that session is the conversation's own object, so the chat goes on from what the pages did).
+
 Handlers are plain (generator) functions; every streaming update is one tuple of CHAT_OUTPUTS.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Generator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +50,7 @@ from .exports import export_answer
 from .live import TraceView
 from .messages import failure, user_error
 from .names import with_names
+from .page_venue import PAGES, WORLD, PagesUnavailable
 from .runs import Run
 from .saving import Exchange, save, title_of
 from .settings import read_settings
@@ -111,6 +118,7 @@ class TurnAsk:
     system: str
     random_seed: bool
     regenerating: bool = False          # the last message answered again (its earlier answers kept)
+    where: str = WORLD                  # where the tool calls run: the World in the app, or its web pages
 
 
 class ChatHandlers:
@@ -118,10 +126,15 @@ class ChatHandlers:
         self.ctx = ctx
         self.updates_per_second = updates_per_second
 
-    def page(self, key: tuple, world: World, step: Any = None) -> str:
-        """The frame showing `world` as its web pages, on the page of `step`'s tool call if any."""
+    def page(self, key: tuple, world: World, step: Any = None, in_pages: bool = False) -> str:
+        """The frame showing `world` as its web pages, on the page of `step`'s tool call if any.
+        in_pages: the calls run in the pages, whose session holds `world` already: the frame reads
+        it as they left it."""
         call = step.call if step is not None and step.error is None else None
-        return self.ctx.world_pages.show(key, world, call, step.observation if call else None)
+        result = step.observation if call else None
+        if in_pages:
+            return self.ctx.world_pages.frame(key, call, result)
+        return self.ctx.world_pages.show(key, world, call, result)
 
     def world_view(self, world: World | None, key: tuple) -> tuple[World, str]:
         """(world, frame): the tab's world (a new chat's when there is none yet) and its pages."""
@@ -131,15 +144,16 @@ class ChatHandlers:
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
                world: World | None, versions: AnswerVersions | None, model: str, system: str, random_seed: bool,
-               *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
+               where: str = WORLD, *, settings: Mapping[str, Any],
+               key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. The
         page empties the message box when it sends (SEND_JS): a message queued behind a running answer
         must not empty the box when its turn comes, as it may hold the next message by then."""
-        yield from self._turn(TurnAsk(message, history, conversation_id, world, versions, model, system, random_seed),
-                              settings, key)
+        yield from self._turn(TurnAsk(message, history, conversation_id, world, versions, model, system, random_seed,
+                                      where=where), settings, key)
 
     def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
-                   versions: AnswerVersions | None, model: str, system: str, random_seed: bool,
+                   versions: AnswerVersions | None, model: str, system: str, random_seed: bool, where: str = WORLD,
                    *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer the last message again; the earlier answers stay as versions (and stay stored).
         With temperature > 0 a new seed is drawn."""
@@ -151,7 +165,7 @@ class ChatHandlers:
         if versions:
             world = versions.before.clone()
         yield from self._turn(TurnAsk(history[start]["content"], history[:start], conversation_id, world, versions,
-                                      model, system, random_seed, regenerating=True), settings, key)
+                                      model, system, random_seed, regenerating=True, where=where), settings, key)
 
     def _turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
         """The turn; refused before anything is drawn (bad settings, a prompt too long), the message goes
@@ -175,6 +189,8 @@ class ChatHandlers:
         model, system, random_seed, regenerating = ask.model, ask.system, ask.random_seed, ask.regenerating
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
+        if ask.where not in (WORLD, PAGES):
+            raise user_error(f"Tools run in the built-in world or in its web pages, not '{ask.where}'.")
         try:
             read = read_settings(settings)
             config = read.config
@@ -197,7 +213,7 @@ class ChatHandlers:
         run = Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second)
         with run:
             turn = ChatTurn(run, config, model, message, history, user, structured=read.structured,
-                            system=system)
+                            system=system, in_pages=ask.where == PAGES and not read.structured)
             run.parts = lambda frame, _lane: turn.part_count(frame)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
@@ -232,11 +248,15 @@ class ChatHandlers:
                 conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
         """The turn's live updates; returns its last event ("done"). Closed early (a
         client's cancel), it saves what was decided before closing."""
-        config, model = turn.config, turn.model
+        config, model, in_pages = turn.config, turn.model, turn.in_pages
         try:
-            if is_loading(self.ctx, model):                # the first use waits for weights: say so
-                yield updates(panel=LOADING_PANEL, status="")
-            with self.ctx.registry.using(model) as backend:
+            with ExitStack() as held:
+                # the browser first: when it cannot run the pages, no weights are loaded for nothing
+                page_tools = held.enter_context(self.ctx.agent_pages.visit(run.key)).episode({}, world) \
+                    if in_pages else None
+                if is_loading(self.ctx, model):                # the first use waits for weights: say so
+                    yield updates(panel=LOADING_PANEL, status="")
+                backend = held.enter_context(self.ctx.registry.using(model))
                 turn.backend = backend
                 context = model_context(backend, context)
                 if turn.structured:                        # one answer in the schema's JSON, no tool calls
@@ -246,9 +266,10 @@ class ChatHandlers:
                 else:
                     run.start(lambda r: act(backend, world, context, config, max_replies=MAX_REPLIES,
                                             text_answers=True, on_step=lambda s: r.put("step", s),
-                                            on_frame=r.frame, should_stop=r.should_stop), name="chat-turn")
+                                            on_frame=r.frame, should_stop=r.should_stop, page_tools=page_tools),
+                              name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
-                              heatmap=None, commits=None, world_page=self.page(run.key, world))
+                              heatmap=None, commits=None, world_page=self.page(run.key, world, in_pages=in_pages))
                 ended = None
                 try:
                     for event in run.events():
@@ -264,7 +285,7 @@ class ChatHandlers:
                             if not run.stop_requested:
                                 called = event.value.call is not None and event.value.call["name"] != FINISH
                                 yield updates(chatbot=turn.chatbot(), trace=turn.view,
-                                              **({"world_page": self.page(run.key, world, event.value)}
+                                              **({"world_page": self.page(run.key, world, event.value, in_pages)}
                                                  if called else {}))
                         else:
                             ended = event
@@ -281,6 +302,8 @@ class ChatHandlers:
                     run.close()
         except gr.Error:
             raise
+        except PagesUnavailable as exc:
+            raise user_error(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - every failure reaches the person as a sentence
             raise failure(exc) from None
         if run.discarded:
@@ -333,7 +356,8 @@ class ChatHandlers:
 
     def _save(self, turn: ChatTurn, conversation_id: int | None, spec: dict[str, Any] | None, system: str
               ) -> int | None:
-        meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD}
+        meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD,
+                "tools_in": PAGES if turn.in_pages else WORLD}
         exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
                             turns=[TurnRecord("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
         return save(self.ctx, exchange)

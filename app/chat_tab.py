@@ -20,6 +20,7 @@ from .conversation_world import (
     world_from_spec,
 )
 from .messages import user_error
+from .page_venue import WHERE_CHOICES, WORLD
 from .runs import run_key
 from .settings import DEFAULTS
 from .state import AppContext
@@ -64,6 +65,10 @@ SEND_JS = r"""(...inputs) => {
   }
   return inputs;
 }""".replace("NOTE", json.dumps(QUEUED_NOTE))
+
+
+WHERE_INFO = ("Web pages: each tool call runs in the shop or office page below, in the app's headless browser "
+              "(WebMCP); the page follows it, and the conversation goes on from what the pages did.")
 
 
 COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
@@ -133,6 +138,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                      scale=5, info="Drag to any model forward of the last answer.")
                 replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
             with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
+                where = gr.Radio(WHERE_CHOICES, value=WORLD, label="Tools run in", elem_id="chat-where",
+                                 info=WHERE_INFO)
                 world_page = gr.HTML(WAITING_HTML, elem_id="chat-world-page")
             system = gr.Textbox(label="System prompt (optional)", lines=1, elem_id="chat-system",
                                 info="Text the model reads before the conversation; empty uses the model's own.")
@@ -156,7 +163,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
         heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
         commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
     names = list(controls)
-    shared = [conversation_id, world, versions, model, system, random_seed, *controls.values()]
+    shared = [conversation_id, world, versions, model, system, random_seed, where, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
                status, version, versions_row, world_page]
     submit = with_settings(chat.submit, "chat", names)

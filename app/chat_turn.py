@@ -28,9 +28,10 @@ class ChatTurn:
     """What one chat turn has so far: the steps done, the generation in progress, its view."""
 
     def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
-                 user: dict[str, Any], structured: bool = False, system: str = "") -> None:
+                 user: dict[str, Any], structured: bool = False, system: str = "", in_pages: bool = False) -> None:
         self.run, self.config, self.model, self.message = run, config, model, message
         self.structured = structured              # one answer in a JSON schema's shape (app/structured.py)
+        self.in_pages = in_pages                  # the tool calls run in the world's web pages (WebMCP)
         self.history, self.user = history, user
         self.known = conversation_sources(history + [user], system)   # what a call may copy from
         self.steps: list[Step] = []
@@ -136,7 +137,7 @@ class ChatTurn:
                          else "follows the JSON schema")
         tools = sum(1 for step in self.steps if step.call is not None and step.call["name"] != FINISH)
         if tools:
-            parts.append(f"{tools} tool call(s)")
+            parts.append(f"{tools} tool call(s)" + (" in the web pages (WebMCP)" if self.in_pages else ""))
         if config.temperature > 0:
             parts.append(f"seed {config.seed}")
         if conversation_id is not None and self.steps:

@@ -30,8 +30,8 @@ def controls(**changes) -> tuple:
     return tuple(values[name] for name in CONTROLS)
 
 
-CHAT = ("", False, *controls())                         # system prompt, random seed, the controls
-LONG = ("", False, *controls(gen_length=512, block_size=8, sampler="low_confidence"))   # 512 slow forwards
+CHAT = ("", False, "world", *controls())                # system prompt, random seed, tools run in, the controls
+LONG = ("", False, "world", *controls(gen_length=512, block_size=8, sampler="low_confidence"))   # 512 slow forwards
 TOOL_TASK = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
 DELAY_S = 0.02
 
@@ -99,7 +99,7 @@ def test_cancel_stops_the_run_and_the_model_is_free_again(app):
 def test_a_chat_turn_that_calls_tools_stores_its_steps_and_replays_them(app):
     ctx, client = app
     client = Client(client.src, analytics_enabled=False, verbose=False)    # a new browser session: a new chat
-    final = client.predict(TOOL_TASK["instruction"], "fake-tools", "", False,
+    final = client.predict(TOOL_TASK["instruction"], "fake-tools", "", False, "world",
                            *controls(gen_length=128, block_size=32, steps=32), api_name="/chat")
     chatbot, status = final[0], final[6]
     titles = [m["metadata"]["title"] for m in chatbot if m.get("metadata") and m["metadata"].get("title")]
@@ -118,14 +118,14 @@ def test_a_chat_turn_that_calls_tools_stores_its_steps_and_replays_them(app):
 
 def test_compare_streams_both_sides(app):
     _ctx, client = app
-    job = client.submit("Say hi", "fake-bd", "fake-ar", *CHAT[2:], api_name="/compare")
+    job = client.submit("Say hi", "fake-bd", "fake-ar", *controls(), api_name="/compare")
     panel_a, panel_b, table, _race, status = job.result(timeout=60)
     assert len(job.outputs()) > 1 and "fake-ar" in table and "Stored as comparison" in status
 
 
 @pytest.mark.parametrize("args, words", [
     (("", "fake-bd", *CHAT), "prompt is empty"),
-    (("hi", "fake-bd", "", False, *controls(gen_length=100, block_size=48)), "does not divide"),
+    (("hi", "fake-bd", "", False, "world", *controls(gen_length=100, block_size=48)), "does not divide"),
     (("hi", "nope", *CHAT), "Unknown model"),
 ], ids=["empty", "impossible-sliders", "unknown-model"])
 def test_bad_input_comes_back_as_a_sentence(app, args, words):

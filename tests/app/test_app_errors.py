@@ -32,7 +32,7 @@ def app(tmp_path_factory):
 
 
 # the Chat tab's inputs by label (as the page shows them), so the order can change freely
-CHAT_INPUTS = {"Message": "hi", "Model": "fake-bd", "System prompt": "", "Random seed": False,
+CHAT_INPUTS = {"Message": "hi", "Model": "fake-bd", "System prompt": "", "Random seed": False, "Tools run in": "world",
                "Generation length": 64, "Block size": 16, "Steps per block": 8, "Sampler": "threshold",
                "Threshold": 0.9, "Factor": 1.0, "Entropy bound": 0.5, "Temperature": 0.0, "Top-p": 1.0, "Top-k": 0,
                "Playback pace": 0, "Seed": 0, "Edit threshold": 0.9, "Max post steps": 16, "Remasking": "off",

@@ -1,0 +1,78 @@
+"""The Chat tab's "Tools run in: its web pages (WebMCP)": a turn's tool calls run through the app's
+browser (a fake driver here, as in tests/app/test_agent_pages.py) on the World under the chat's
+page session, which is the conversation's own World: the frame, the next turn and the store all
+see what the pages did."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from app.chat import ChatHandlers
+from app.page_venue import PAGES, WORLD
+from tests.app.test_agent_pages import pages_context, the_model
+from tests.app.test_app_handlers import OUT, named, settled
+from tests.world.scripted import oracle_target
+from world.task_sets import load_heldout_tasks
+
+KEY = (None, "chat")
+LONG = (256, 32, 32, "threshold", 0.9, 0.0, 0)        # a whole call in one generation
+# a held-out task's instruction as the first message opens that task's world (app/chat.py)
+BUY = next(t for t in load_heldout_tasks() if t["intent"] == "shop_buy")
+
+
+def turn(chat: ChatHandlers, message: str, where: str, world=None, history=None, conversation_id=None):
+    return settled(list(chat.submit(message, history or [], conversation_id, world, None, "fake-bd", "", False,
+                                    where, settings=named(LONG), key=KEY)))
+
+
+def test_a_chat_turn_runs_its_calls_in_the_pages_of_the_world_it_shows(tmp_path):
+    task = BUY
+    log: dict = {}
+    ctx = pages_context(tmp_path, the_model(oracle_target([task])), log)
+    final = turn(ChatHandlers(ctx, updates_per_second=1e9), task["instruction"], PAGES)[-1]
+    assert log["calls"] == ["search_products", "add_to_cart", "checkout_guest"]
+    assert next(iter(log["threads"])).startswith("webmcp-driver")
+    session = ctx.world_pages.session_for(KEY)
+    assert all(f"session={session}" in url for url in log["opened"])
+    # the World the pages changed is the conversation's own: the tab keeps it for the next turn
+    world = final[OUT["world"]]
+    assert world is ctx.world_pages.sessions.get(session).world
+    order, = world.orders
+    assert f"#/order/{order['id']}" in final[OUT["world_page"]]
+    assert "3 tool call(s) in the web pages (WebMCP)" in final[OUT["status"]]
+    stored = ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])
+    assert stored["meta"]["tools_in"] == PAGES
+    assert [c["name"] for t in stored["turns"] for c in t["tool_calls"]] == [
+        "search_products", "add_to_cart", "checkout_guest", "finish"]
+    ctx.close()
+
+
+def test_the_built_in_world_runs_no_browser_and_reaches_the_same_world(tmp_path):
+    task = BUY
+    log: dict = {}
+    ctx = pages_context(tmp_path, the_model(oracle_target([task])), log)
+    final = turn(ChatHandlers(ctx, updates_per_second=1e9), task["instruction"], WORLD)[-1]
+    assert "calls" not in log and "opened" not in log
+    assert len(final[OUT["world"]].orders) == 1 and "in the web pages" not in final[OUT["status"]]
+    assert ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])["meta"]["tools_in"] == WORLD
+    ctx.close()
+
+
+def test_a_browser_that_cannot_start_is_a_sentence_and_the_message_comes_back(tmp_path):
+    task = BUY
+    log: dict = {}
+    ctx = pages_context(tmp_path, the_model(oracle_target([task])), log, start_fails=True)
+    chat = ChatHandlers(ctx, updates_per_second=1e9)
+    updates = []
+    with pytest.raises(gr.Error) as caught:
+        for update in chat.submit(task["instruction"], [], None, None, None, "fake-bd", "", False, PAGES,
+                                  settings=named(LONG), key=KEY):
+            updates.append(update)
+    said = caught.value.message
+    assert "could not start" in said and "built-in world" in said and "Traceback" not in said
+    assert updates[-1][OUT["prompt"]] == task["instruction"]          # what was typed is not lost
+    assert ctx.store.list_conversations(kind="chat") == [] and "calls" not in log
+    with pytest.raises(gr.Error, match="built-in world or in its web pages"):
+        turn(chat, "Show my cart.", "elsewhere")
+    ctx.close()

@@ -1,0 +1,66 @@
+"""The Chat tab with "Tools run in: its web pages (WebMCP)", in headless Chromium: a chat turn's
+tool calls run in the shop page of the chat's own world, in the app's browser (app/page_venue.py),
+and the frame the person sees below the panel reaches the cart, then the order's confirmation.
+
+A scripted model (the oracle of a held-out task, whose instruction as the first message opens
+that task's world) makes the calls; the app's browser holds the checkout call back until the test
+has seen the cart, so both states are seen in the person's browser. Needs /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.page_venue import AgentPages
+from app.state import AppContext
+from tests.e2e.app_fakes import running_app
+from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import set_number
+from tests.e2e.test_agent_pages import GatedDriver
+from tests.e2e.test_first_contact import open_page, shot
+from tests.fakes import FakeDiffusionBackend
+from tests.world.scripted import oracle_target, world_format
+from world.task_sets import load_heldout_tasks
+
+pytestmark = BROWSER_MARKS
+
+
+def test_a_chat_turn_runs_its_calls_in_the_page_the_person_sees(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_buy")
+    gate = GatedDriver.gate
+    gate.clear()
+    model = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
+    ctx = AppContext.create(tmp_path / "sessions.db", model="fake-bd", baseline="fake-bd", watch=False,
+                            preloaded={"fake-bd": model})
+    ctx.agent_pages = AgentPages(ctx.world_pages, lambda: ctx.app_url, driver_factory=GatedDriver)
+    try:
+        with running_app(ctx) as (_demo, url):
+            page = open_page(browser, url)
+            set_number(page, "#chat-gen-length", "256")       # a whole call in one generation (a token a character)
+            set_number(page, "#chat-pace-ms", "0")
+            page.locator("#chat-where").get_by_text("its web pages (WebMCP)").click()
+            page.locator("#prompt textarea").fill(task["instruction"])
+            page.locator("#send").click()
+            frame = page.frame_locator("#chat-world-page iframe")
+            expect(frame.locator("#cart-count")).to_have_text(str(task["slots"]["qty"]), timeout=60_000)
+            session = re.search(r"session=([\w-]+)", page.locator("#chat-world-page iframe").get_attribute("src"))[1]
+            world = ctx.world_pages.sessions.get(session).world
+            (pid, size, _), = world.cart
+            assert size == task["slots"]["size"]
+            expect(frame.locator("#cart-lines")).to_contain_text(pid)
+            shot(page, "chat-pages-cart")
+            gate.set()
+            expect(frame.locator("#confirmation")).to_be_visible(timeout=60_000)
+            expect(frame.locator("#confirmation")).to_contain_text(world.orders[0]["id"])
+            expect(page.locator("#chat-status")).to_contain_text("in the web pages (WebMCP)", timeout=60_000)
+            expect(page.locator("#chatbot")).to_contain_text(world.orders[0]["id"])
+            stored = ctx.store.list_conversations(kind="chat")[0]["meta"]
+            assert stored["tools_in"] == "pages"
+            assert ctx.agent_pages._driver.refused == []      # the app's browser stayed on the app's origin
+            shot(page, "chat-pages-order")
+            page.context.close()
+    finally:
+        gate.set()
+        ctx.close()
