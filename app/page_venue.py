@@ -110,8 +110,7 @@ class Visit:
         driver = self.pages._driver
 
         def open_apps() -> PageToolsOf:
-            for tab, app in enumerate(APPS):
-                driver.open(self.url(app), tab=tab)
+            driver.open_tabs([self.url(app) for app in APPS])
             return PageToolsOf(driver)
 
         try:

@@ -23,7 +23,9 @@ AR model), each with `forwards_per_call` (forwards per generated reply) and `sca
 pages in headless Chromium (world/webmcp/venue.py) instead of on the World directly; the report
 says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's time per tool call,
 the page's own work and its request to the world included), and the task seconds then include the
-browser (the pages loaded for each episode).
+browser (the pages loaded for each episode). Opening the pages is a fixed cost of every task, the
+same for both models: `median_open_s` and `median_task_s_after_open` per model, and
+`median_ratio_after_open`, give the times without it.
 
 `--task-set conversations`, `handwritten` and `office-six` run whole conversations instead
 (bench/conversations.py: graded per request and per conversation, and the cost by position).
@@ -49,6 +51,7 @@ from bench.episodes import (
     forget_prompts,
     interleaved,
     median_ratio,
+    median_ratio_after_open,
     milliseconds,
     write_lines,
 )
@@ -102,7 +105,8 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
               "scaffold": scaffold, "via": via_of(pages),
-              "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms)}
+              "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms),
+              "median_ratio_after_open": median_ratio_after_open(models, plain)}
     if scaffold:
         report["median_ratio_scaffold"] = median_ratio(models, [f"{name} (scaffold)" for name in plain])
     return report
@@ -158,6 +162,10 @@ def table(report: dict[str, Any]) -> str:
                     f"median {browser['median']:.1f}, p95 {browser['p95']:.1f}")
     if report["median_ratio"] is not None:
         rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
+    if report.get("median_ratio_after_open") is not None:
+        opens = ", ".join(f"{m['median_open_s']:.3f}" for m in report["models"].values() if "median_open_s" in m)
+        rows.append(f"median task time ratio without opening the pages (A / B): {report['median_ratio_after_open']:.3f}"
+                    f" (median seconds to open them per task: {opens})")
     if report.get("median_ratio_scaffold") is not None:
         rows.append(f"median task time ratio, both scaffolded (A / B jump-forward): "
                     f"{report['median_ratio_scaffold']:.3f}")

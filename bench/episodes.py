@@ -53,8 +53,18 @@ def episode_summary(episodes: list[tuple[str, Transcript]]) -> dict[str, Any]:
         # rewritten answer tokens (editing and remasking samplers), apart from tokens per forward
         "edits": sum(s.result.stats.edits for _, t in episodes for s in t.steps if s.result is not None),
         "errors": {e: errors[e] for e in ERROR_TYPES if errors[e]},
+        **_after_open(episodes),
     }
 
+
+def _after_open(episodes: list[tuple[str, Transcript]]) -> dict[str, float]:
+    """Through the web pages, each task first opens its pages (a fixed browser cost, the same for
+    every model): its median, and the median task time without it (the model's and the tool calls')."""
+    opens = [t.open_s for _, t in episodes]
+    if not any(opens):
+        return {}
+    return {"median_open_s": statistics.median(opens),
+            "median_task_s_after_open": statistics.median(t.seconds - t.open_s for _, t in episodes)}
 
 def interleaved(items: list[dict[str, Any]], attempts: int, names: list[str],
                 run_one: Callable[[str, dict[str, Any], int], Any],
@@ -114,3 +124,11 @@ def median_ratio(models: dict[str, dict[str, Any]], names: list[str]) -> float |
     if len(names) < 2 or models[names[1]]["median_task_s"] <= 0:
         return None
     return models[names[0]]["median_task_s"] / models[names[1]]["median_task_s"]
+
+
+def median_ratio_after_open(models: dict[str, dict[str, Any]], names: list[str]) -> float | None:
+    """median_ratio of the task times without opening the pages (None unless both opened pages)."""
+    if len(names) < 2 or any("median_task_s_after_open" not in models[n] for n in names[:2]) \
+            or models[names[1]]["median_task_s_after_open"] <= 0:
+        return None
+    return models[names[0]]["median_task_s_after_open"] / models[names[1]]["median_task_s_after_open"]

@@ -89,13 +89,14 @@ class Transcript:
     new_tokens: int = 0
     stopped: str = ""      # why the loop ended early (e.g. the context filled up), for people
     context_messages: int = 0  # in a conversation: messages the model read as the request began
+    open_s: float = 0.0    # of `seconds`: opening the task's web pages before the first forward (pages=)
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "instruction": self.instruction, "messages": self.messages,
                 "steps": [s.to_dict() for s in self.steps], "final_answer": self.final_answer,
                 "success": self.success, "error_type": self.error_type, "reason": self.reason,
                 "seconds": self.seconds, "nfe": self.nfe, "new_tokens": self.new_tokens,
-                "stopped": self.stopped, "context_messages": self.context_messages}
+                "stopped": self.stopped, "context_messages": self.context_messages, "open_s": self.open_s}
 
 
 def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
@@ -277,7 +278,8 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
     listed = page_tools.tools.tools if page_tools is not None else None
     messages = [{"role": "system", "content": system_prompt(system, listed)}] if system else []
     messages.append({"role": "user", "content": task["instruction"]})
-    transcript = Transcript(task_id=task["id"], instruction=task["instruction"])
+    transcript = Transcript(task_id=task["id"], instruction=task["instruction"],
+                            open_s=time.perf_counter() - started if page_tools is not None else 0.0)
 
     def record(step: Step) -> None:
         transcript.steps.append(step)

@@ -47,6 +47,10 @@ class FakeDriver:
         self.log.setdefault("opened", []).append(url)
         return tab or 0
 
+    def open_tabs(self, urls: list[str]) -> None:
+        for tab, url in enumerate(urls):
+            self.open(url, tab)
+
     def tools(self) -> list[PageTool]:
         return [PageTool(t["name"], t["description"], t["inputSchema"], annotations=t["annotations"])
                 for t in TOOLS if t["name"] != FINISH]

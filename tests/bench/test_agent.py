@@ -109,3 +109,49 @@ def test_cli_writes_one_line_per_episode(capsys, tmp_path):
     assert oracle[0]["calls"][-1]["name"] == "finish" and oracle[0]["final_answer"]
     assert {r["error_type"] for r in babble} == {"parse_error"} and "error" in babble[0]["calls"][0]
     assert [r["task_id"] for r in oracle] == [t["id"] for t in load_heldout_tasks()[:2] for _ in range(2)]
+
+
+class SlowToOpen:
+    """A venue whose pages take OPEN_S to open and whose tools run on the World (world.agent's
+    PageTools): what the benchmark reports through the pages, without a browser."""
+    OPEN_S = 0.05
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+        self.driver = SimpleNamespace(call_ms=[])
+
+    def episode(self, _task, world):
+        import time
+
+        from world.format import ToolSet
+        from world.tools import TOOLS, call_tool
+        time.sleep(self.OPEN_S)
+
+        class Tools:
+            tools = ToolSet(list(TOOLS))
+
+            @staticmethod
+            def execute(call):
+                return call_tool(world, call["name"], call["arguments"])
+        return Tools()
+
+
+def test_through_the_pages_the_time_to_open_them_is_reported_apart():
+    tasks = load_heldout_tasks()[:2]
+    a, b = oracle_diffusion(tasks), babbling_ar()
+    report = run_agent_benchmark({"A": a, "B": b}, tasks, attempts=1, config=CONFIG, system=None,
+                                 pages=SlowToOpen(), warmup=False)
+    m, base = report["models"]["A"], report["models"]["B"]
+    assert report["via"] == "webmcp" and m["successes"] == 2
+    for model in (m, base):
+        assert model["median_open_s"] >= SlowToOpen.OPEN_S
+        assert model["median_task_s_after_open"] < model["median_task_s"] - SlowToOpen.OPEN_S * 0.9
+    assert report["median_ratio_after_open"] == pytest.approx(m["median_task_s_after_open"]
+                                                              / base["median_task_s_after_open"])
+
+
+def test_through_the_world_no_open_time_is_reported():
+    tasks = load_heldout_tasks()[:1]
+    report = run_agent_benchmark({"A": oracle_diffusion(tasks), "B": babbling_ar()}, tasks, attempts=1,
+                                 config=CONFIG, system=None, warmup=False)
+    assert report["median_ratio_after_open"] is None and "median_open_s" not in report["models"]["A"]

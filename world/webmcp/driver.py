@@ -154,17 +154,33 @@ class WebMCPDriver:
     def open(self, url: str, tab: int | None = None, ready: str | None = "body[data-ready]") -> int:
         """Load `url` in tab `tab` (a new tab if None) and wait for `ready`; returns the tab."""
         self.check_url(url)
-        if tab is None or tab >= len(self.pages):
-            page = self._context.new_page()
-            page.on("pageerror", lambda error: self.page_errors.append(str(error)[:500]))
-            self.pages.append(page)
-            self._listed.append(None)
-            tab = len(self.pages) - 1
-            page.on("framenavigated", lambda frame, tab=tab: self._forget(tab) if frame.parent_frame is None else None)
+        tab = self._tab(tab)
         page = self.pages[tab]
         page.goto(url, wait_until="load", timeout=READY_S * 1000)
         if ready:
             page.wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
+        return tab
+
+    def open_tabs(self, urls: list[str], ready: str = "body[data-ready]") -> None:
+        """Load urls[k] in tab k, all at once: every navigation starts before any is waited for,
+        so the pages load side by side (two tabs: about half the time of `open` one after the other)."""
+        for url in urls:
+            self.check_url(url)
+        for tab, url in enumerate(urls):
+            self.pages[self._tab(tab)].goto(url, wait_until="commit", timeout=READY_S * 1000)
+        for tab in range(len(urls)):
+            self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
+
+    def _tab(self, tab: int | None) -> int:
+        """`tab`, or a new tab when it is None or not open yet."""
+        if tab is not None and tab < len(self.pages):
+            return tab
+        page = self._context.new_page()
+        page.on("pageerror", lambda error: self.page_errors.append(str(error)[:500]))
+        self.pages.append(page)
+        self._listed.append(None)
+        tab = len(self.pages) - 1
+        page.on("framenavigated", lambda frame, tab=tab: self._forget(tab) if frame.parent_frame is None else None)
         return tab
 
     def screenshot(self, path: str | Path, url: str, size: tuple[int, int] = (900, 640)) -> Path:

@@ -55,6 +55,5 @@ class PageVenue:
         if self._session is not None:
             self.sessions.drop(self._session)
         self._session = self.sessions.add(world)
-        for tab, app in enumerate(APPS):
-            self.driver.open(f"{self.url}/apps/{app}/?session={self._session}", tab=tab)
+        self.driver.open_tabs([f"{self.url}/apps/{app}/?session={self._session}" for app in APPS])
         return PageToolsOf(self.driver)

@@ -57,10 +57,6 @@ function drawInvoiceResults(input, answer) {
   flash($("invoice-results"));
 }
 
-async function refresh() {
-  draw(await api(`s/${state.session}/state?app=office`));
-}
-
 function draw(world) {
   const names = Object.fromEntries(world.customers.map(c => [c.id, c.name]));
   $("customer-list").tBodies[0].replaceChildren(...world.customers.map(c => {
@@ -79,7 +75,8 @@ function draw(world) {
 async function main() {
   state.session = await sessionId();
   $("to-shop").href = `/apps/shop/?${params}`;
-  const definitions = await fetchTools("office");
+  // the tools and the world at once: neither needs the other
+  const [definitions, world] = await Promise.all([fetchTools("office"), api(`s/${state.session}/state?app=office`)]);
   const handlers = {};
   for (const definition of definitions) {
     const name = definition.name;
@@ -95,7 +92,7 @@ async function main() {
     handlers[name] = input => run(name, input);
   }
   registerTools(definitions, handlers);
-  await refresh();
+  draw(world);
   document.body.dataset.ready = "true";
 }
 

@@ -17,10 +17,6 @@ async function call(name, input) {
   return answer;
 }
 
-async function refresh() {
-  draw(await api(`s/${state.session}/state?app=shop`));
-}
-
 function draw(world) {
   state.products = Object.fromEntries(world.products.map(p => [p.id, p]));
   state.orders = Object.fromEntries(world.orders.map(o => [o.id, o]));
@@ -173,7 +169,8 @@ function route() {
 async function main() {
   state.session = await sessionId();
   $("to-office").href = `/apps/office/?${params}`;
-  const definitions = await fetchTools("shop");
+  // the tools and the world at once: neither needs the other
+  const [definitions, world] = await Promise.all([fetchTools("shop"), api(`s/${state.session}/state?app=shop`)]);
   state.tools = Object.fromEntries(definitions.map(d => [d.name, d]));
   buildFields($("search"), state.tools.search_products.inputSchema, {labels: {query: "style", color: "colour"}});
   buildFields($("add"), state.tools.add_to_cart.inputSchema, {labels: {product_id: "product"}});
@@ -208,7 +205,7 @@ async function main() {
   });
   window.addEventListener("hashchange", route);
   registerTools(definitions, {search_products: searchProducts, add_to_cart: addToCart, view_cart: viewCart});
-  await refresh();
+  draw(world);
   document.body.dataset.ready = "true";
 }
 
