@@ -1,4 +1,4 @@
-"""The Agent tab's tool calls run in the playground's own web pages (/apps/, app/web_apps.py):
+"""The Agent tab's and the Chat's tool calls run in the playground's own web pages (/apps/, app/web_apps.py):
 one headless Chromium per AppContext (world/webmcp/driver.py), started on first use and closed
 with the app, drives the shop and the office pages under the very page session the frame beside
 the panel shows (app/world_page.py), so the person watches the page the agent acts on.
@@ -76,7 +76,7 @@ class AgentPages:
     def visit(self, key: tuple) -> Iterator[Visit]:
         """The pages for one run of (browser session, tab) `key`, the browser started if need be."""
         if not self._busy.acquire(timeout=BUSY_S):
-            raise PagesUnavailable("The web pages are busy with another agent run; try again when it ends, or "
+            raise PagesUnavailable("The web pages are busy with another run (an agent's or a chat turn); try again when it ends, or "
                                    "pick 'the built-in world'.")
         try:
             self._do(self._start)

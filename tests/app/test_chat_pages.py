@@ -76,3 +76,18 @@ def test_a_browser_that_cannot_start_is_a_sentence_and_the_message_comes_back(tm
     with pytest.raises(gr.Error, match="built-in world or in its web pages"):
         turn(chat, "Show my cart.", "elsewhere")
     ctx.close()
+
+
+def test_pages_held_by_another_run_are_a_sentence_for_the_chat(tmp_path, monkeypatch):
+    import app.page_venue
+
+    monkeypatch.setattr(app.page_venue, "BUSY_S", 0.05)
+    log: dict = {}
+    ctx = pages_context(tmp_path, the_model(oracle_target([BUY])), log)
+    with ctx.agent_pages.visit((None, "agent")):                    # an agent run holds the app's browser
+        with pytest.raises(gr.Error, match="busy with another run"):
+            turn(ChatHandlers(ctx, updates_per_second=1e9), BUY["instruction"], PAGES)
+    assert "calls" not in log and ctx.store.list_conversations(kind="chat") == []
+    final = turn(ChatHandlers(ctx, updates_per_second=1e9), BUY["instruction"], PAGES)[-1]   # free again
+    assert len(final[OUT["world"]].orders) == 1
+    ctx.close()
