@@ -76,8 +76,8 @@ class AgentPages:
     def visit(self, key: tuple) -> Iterator[Visit]:
         """The pages for one run of (browser session, tab) `key`, the browser started if need be."""
         if not self._busy.acquire(timeout=BUSY_S):
-            raise PagesUnavailable("The web pages are busy with another run (an agent's or a chat turn); try again when it ends, or "
-                                   "pick 'the built-in world'.")
+            raise PagesUnavailable("The web pages are busy with another run (an agent's or a chat turn); try again "
+                                   "when it ends, or pick 'the built-in world'.")
         try:
             self._do(self._start)
             yield Visit(self, key)
