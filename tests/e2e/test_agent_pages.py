@@ -38,15 +38,39 @@ class GatedDriver(WebMCPDriver):
         return super().call(name, arguments)
 
 
-def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_path):
-    from playwright.sync_api import expect
-
-    task, gate = make_task(*BLACK_SHIRT), GatedDriver.gate
-    gate.clear()
+def gated_context(tmp_path, task: dict) -> AppContext:
+    """An app whose model is the task's oracle and whose browser holds the checkout (gate closed)."""
+    GatedDriver.gate.clear()
     model = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
     ctx = AppContext.create(tmp_path / "sessions.db", model="fake-bd", baseline="fake-bd", watch=False,
                             preloaded={"fake-bd": model})
     ctx.agent_pages = AgentPages(ctx.world_pages, lambda: ctx.app_url, driver_factory=GatedDriver)
+    return ctx
+
+
+def cart_then_order(page, ctx, box: str, quantity: int, name: str):
+    """The frame in `box` shows the cart with `quantity` items while the checkout is held, then,
+    the gate opened, the order's confirmation; returns the World under the frame's session."""
+    from playwright.sync_api import expect
+
+    frame = page.frame_locator(f"{box} iframe")
+    expect(frame.locator("#cart-count")).to_have_text(str(quantity), timeout=60_000)
+    session = re.search(r"session=([\w-]+)", page.locator(f"{box} iframe").get_attribute("src"))[1]
+    world = ctx.world_pages.sessions.get(session).world
+    (pid, _size, _), = world.cart
+    expect(frame.locator("#cart-lines")).to_contain_text(pid)
+    shot(page, f"{name}-cart")
+    GatedDriver.gate.set()
+    expect(frame.locator("#confirmation")).to_be_visible(timeout=60_000)
+    expect(frame.locator("#confirmation")).to_contain_text(world.orders[0]["id"])
+    return world
+
+
+def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    task, gate = make_task(*BLACK_SHIRT), GatedDriver.gate
+    ctx = gated_context(tmp_path, task)
     try:
         with running_app(ctx) as (_demo, url):
             page = open_page(browser, url, tab="Agent")
@@ -55,18 +79,10 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             set_number(page, "#agent-pace-ms", "0")           # each step drawn as soon as it is computed
             page.locator("#agent-where").get_by_text("its web pages (WebMCP)").click()
             page.locator("#agent-scenario-black-shirt").click()
-            frame = page.frame_locator("#agent-world-page iframe")
-            # the shirt in the cart, as the call in the app's own browser put it there
-            expect(frame.locator("#cart-count")).to_have_text("1", timeout=60_000)
-            session = re.search(r"session=([\w-]+)", page.locator("#agent-world-page iframe").get_attribute("src"))[1]
-            world = ctx.world_pages.sessions.get(session).world
-            (pid, size, _), = world.cart
+            # the shirt in the cart, as the call in the app's own browser put it there, then the order
+            world = cart_then_order(page, ctx, "#agent-world-page", 1, "agent-pages")
+            (pid, size, _), = world.orders[0]["items"]
             assert (world.products[pid]["color"], world.products[pid]["style"], size) == ("black", "shirt", "L")
-            expect(frame.locator("#cart-lines")).to_contain_text(pid)
-            shot(page, "agent-pages-cart")
-            gate.set()
-            expect(frame.locator("#confirmation")).to_be_visible(timeout=60_000)
-            expect(frame.locator("#confirmation")).to_contain_text(world.orders[0]["id"])
             expect(page.locator("#agent-verdict")).to_contain_text("Success", timeout=60_000)
             expect(page.locator("#agent-page-shot img")).to_be_visible()
             expect(page.locator("#agent-status")).to_contain_text("Stored as agent run")

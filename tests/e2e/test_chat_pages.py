@@ -9,17 +9,11 @@ has seen the cart, so both states are seen in the person's browser. Needs /usr/b
 
 from __future__ import annotations
 
-import re
-
-from app.page_venue import AgentPages
-from app.state import AppContext
 from tests.e2e.app_fakes import running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
-from tests.e2e.test_agent_pages import GatedDriver
+from tests.e2e.test_agent_pages import GatedDriver, cart_then_order, gated_context
 from tests.e2e.test_first_contact import open_page, shot
-from tests.fakes import FakeDiffusionBackend
-from tests.world.scripted import oracle_target, world_format
 from world.task_sets import load_heldout_tasks
 
 pytestmark = BROWSER_MARKS
@@ -30,11 +24,7 @@ def test_a_chat_turn_runs_its_calls_in_the_page_the_person_sees(browser, tmp_pat
 
     task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_buy")
     gate = GatedDriver.gate
-    gate.clear()
-    model = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
-    ctx = AppContext.create(tmp_path / "sessions.db", model="fake-bd", baseline="fake-bd", watch=False,
-                            preloaded={"fake-bd": model})
-    ctx.agent_pages = AgentPages(ctx.world_pages, lambda: ctx.app_url, driver_factory=GatedDriver)
+    ctx = gated_context(tmp_path, task)
     try:
         with running_app(ctx) as (_demo, url):
             page = open_page(browser, url)
@@ -43,17 +33,9 @@ def test_a_chat_turn_runs_its_calls_in_the_page_the_person_sees(browser, tmp_pat
             page.locator("#chat-where").get_by_text("its web pages (WebMCP)").click()
             page.locator("#prompt textarea").fill(task["instruction"])
             page.locator("#send").click()
-            frame = page.frame_locator("#chat-world-page iframe")
-            expect(frame.locator("#cart-count")).to_have_text(str(task["slots"]["qty"]), timeout=60_000)
-            session = re.search(r"session=([\w-]+)", page.locator("#chat-world-page iframe").get_attribute("src"))[1]
-            world = ctx.world_pages.sessions.get(session).world
-            (pid, size, _), = world.cart
-            assert size == task["slots"]["size"]
-            expect(frame.locator("#cart-lines")).to_contain_text(pid)
-            shot(page, "chat-pages-cart")
-            gate.set()
-            expect(frame.locator("#confirmation")).to_be_visible(timeout=60_000)
-            expect(frame.locator("#confirmation")).to_contain_text(world.orders[0]["id"])
+            world = cart_then_order(page, ctx, "#chat-world-page", task["slots"]["qty"], "chat-pages")
+            (_pid, size, quantity), = world.orders[0]["items"]
+            assert (size, quantity) == (task["slots"]["size"], task["slots"]["qty"])
             expect(page.locator("#chat-status")).to_contain_text("in the web pages (WebMCP)", timeout=60_000)
             expect(page.locator("#chatbot")).to_contain_text(world.orders[0]["id"])
             stored = ctx.store.list_conversations(kind="chat")[0]["meta"]
