@@ -344,6 +344,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     handler = with_settings(agent.run, "agent", list(controls))
     inputs = [task, instruction, model, max_replies, where, *controls.values()]
     outputs = [panel, steps, world, verdict, preview, files, status, world_page]
+    # picking the pages starts the app's browser meanwhile: the first run need not wait for it
+    where.change(ctx.agent_pages.warm, [where], None, queue=False, api_visibility="private", **QUIET)
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
     for name, button in scenario_btns.items():

@@ -52,11 +52,14 @@ class AgentPages:
         self._busy = threading.Lock()
 
     def _do(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._thread().submit(fn, *args).result()
+
+    def _thread(self) -> ThreadPoolExecutor:
+        """The one thread every browser action runs on (made on first use)."""
         with self._guard:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="webmcp-driver")
-            pool = self._pool
-        return pool.submit(fn, *args).result()
+            return self._pool
 
     def _start(self) -> None:
         if self._driver is not None:
@@ -71,6 +74,13 @@ class AgentPages:
             raise PagesUnavailable(f"The browser that runs the web pages could not start ({first_line(exc)}); "
                                    "pick 'the built-in world' to run the tools there.") from None
         self._base = base
+
+    def warm(self, where: str) -> None:
+        """Start the browser in the background once a person picks the pages (`where` is PAGES), so
+        the first run does not wait seconds for it; a start that fails is tried again, and said, by
+        the run's `visit`."""
+        if where == PAGES and self._driver is None and self._url_of():
+            self._thread().submit(self._start)
 
     @contextmanager
     def visit(self, key: tuple) -> Iterator[Visit]:
