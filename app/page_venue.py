@@ -120,7 +120,9 @@ class Visit:
         driver = self.pages._driver
 
         def open_apps() -> PageToolsOf:
-            driver.open_tabs([self.url(app) for app in APPS])
+            # tabs on this session already (the chat's last turn, the tab's last run) are not loaded
+            # again: every call reads the session's World on the server, whichever World it now is
+            driver.open_tabs([self.url(app) for app in APPS], keep_open=True)
             return PageToolsOf(driver)
 
         try:

@@ -123,3 +123,18 @@ def test_the_driver_refuses_to_leave_the_apps_origin(browser, todo_url):
         assert driver.call("leave", {}) == {"error": "outside_origin", "url": OUTSIDE}
         assert driver.pages[tab].url == todo_url + "/"
         assert driver.call("no_such_tool", {}) == {"error": "unknown_tool", "name": "no_such_tool"}
+
+
+def test_tabs_open_side_by_side_and_a_tab_on_its_document_can_be_kept(browser, todo_url):
+    with WebMCPDriver(todo_url, browser=browser) as driver:
+        driver.open_tabs([todo_url + "/", todo_url + "/archive"])
+        assert [p.url for p in driver.pages] == [todo_url + "/", todo_url + "/archive"]
+        assert {t.name for t in driver.tools()} >= {"add_todo", "restore_all"}   # each tab's own tools
+        driver.call("add_todo", {"text": "buy milk"})
+        driver.open_tabs([todo_url + "/#/later", todo_url + "/archive"], keep_open=True)     # the same documents
+        assert driver.call("legacy_count", {}) == {"count": 1}                               # not loaded again
+        driver.open_tabs([todo_url + "/", todo_url + "/archive"])
+        assert driver.call("legacy_count", {}) == {"count": 0}                               # loaded afresh
+        with pytest.raises(OutsideOrigin):
+            driver.open_tabs([todo_url + "/", OUTSIDE])
+        assert driver.refused[-1] == OUTSIDE
