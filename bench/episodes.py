@@ -66,6 +66,7 @@ def _after_open(episodes: list[tuple[str, Transcript]]) -> dict[str, float]:
     return {"median_open_s": statistics.median(opens),
             "median_task_s_after_open": statistics.median(t.seconds - t.open_s for _, t in episodes)}
 
+
 def interleaved(items: list[dict[str, Any]], attempts: int, names: list[str],
                 run_one: Callable[[str, dict[str, Any], int], Any],
                 on_result: Callable[[str, int, Any], None] | None = None,

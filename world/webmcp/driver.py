@@ -50,8 +50,8 @@ def outside_of(origin: str) -> re.Pattern[str]:
     """The URLs outside `origin` (as origin_of spells it): an http(s) URL whose scheme, host and
     port are not the origin's. Chromium drops a default port from a URL, so for 80 / 443 the port is
     optional. Given to playwright as a regex, the browser matches it itself: a request to the origin
-    never leaves the browser to be looked at (a catch-all route costs every fetch a round trip to
-    Python, about 7 ms of the 12 a call took), and one elsewhere is still stopped."""
+    never leaves the browser to be looked at (a catch-all route would send every one of the page's
+    own fetches to Python and back first), and one elsewhere is still stopped."""
     parts = urlsplit(origin)
     default = {"http": 80, "https": 443}.get(parts.scheme) == parts.port
     port = f"(?::{parts.port})?" if default else f":{parts.port}"
