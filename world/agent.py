@@ -125,7 +125,7 @@ def model_context(backend: Any, messages: list[dict[str, str]]) -> list[dict[str
     return [m for m in messages[:latest] if m["role"] == "system"] + messages[latest:]
 
 
-def _default_system(backend: Any) -> str | None:
+def default_system(backend: Any) -> str | None:
     """The corpus has no system turn, so world-format models get none; a remote model gets the
     tools as the API's `tools` (engine/backends/remote.py); others need the tool list."""
     if backend is None or backend.chat_format == "world" or backend.sends_tools:
@@ -270,7 +270,7 @@ def run_episode(backend: Any, task: dict[str, Any], config: GenerationConfig, *,
     STOPPED, its last step the cancelled generation) and is graded as it stands.
     """
     if system == "auto":
-        system = _default_system(backend)
+        system = default_system(backend)
     started = time.perf_counter()
     document = task.get("domain") == "document"
     world = None if document else world_for(task)
@@ -352,7 +352,7 @@ def run_conversation(backend: Any, conversation: dict[str, Any], config: Generat
     on_frame, should_stop: as run_episode's; once stopped, the request in progress is graded as it
     stands and no later request is asked. on_request(k, task): request k is about to be asked."""
     if system == "auto":
-        system = _default_system(backend)
+        system = default_system(backend)
     started = time.perf_counter()
     world = world_for({"split": conversation["split"], "world": conversation["world"]})
     page_tools = pages.episode(conversation, world) if pages is not None else None

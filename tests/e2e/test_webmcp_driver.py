@@ -10,6 +10,10 @@ Needs /usr/bin/chromium; skipped with that reason when it is absent.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -25,6 +29,8 @@ from world.webmcp.driver import OutsideOrigin, PageToolsOf, WebMCPDriver
 
 pytestmark = BROWSER_MARKS
 OUTSIDE = "http://127.0.0.2:9/steal"
+ROOT = Path(__file__).resolve().parents[2]
+TODO_MODEL = "py:tests.e2e.test_webmcp_driver:scripted_todo_model"
 
 TODO_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>To-do</title></head><body>
 <h1>To-do</h1><ul id="list"></ul>
@@ -138,3 +144,44 @@ def test_tabs_open_side_by_side_and_a_tab_on_its_document_can_be_kept(browser, t
         with pytest.raises(OutsideOrigin):
             driver.open_tabs([todo_url + "/", OUTSIDE])
         assert driver.refused[-1] == OUTSIDE
+
+
+def scripted_todo_model():
+    """For the CLI: a model that adds one item, lists the items, then answers in text."""
+    from tests.fakes import FakeDiffusionBackend
+    from tests.world.scripted import world_format
+
+    replies = [render_call("add_todo", {"text": "call Ana"}), render_call("list_todos", {}),
+               "There is one item: call Ana."]
+    # the reply after as many tool responses as the prompt holds
+    return world_format(FakeDiffusionBackend(lambda prompt: replies[prompt.count("<tool_response>")],
+                                             max_length=8192, name="todo"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """python -m world.webmcp, in a process of its own (this one's browser holds playwright's sync API)."""
+    return subprocess.run([sys.executable, "-m", "world.webmcp", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_the_command_line_drives_a_third_party_page(todo_url):
+    ran = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full", "--json")
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert {"add_todo", "list_todos", "legacy_count", "finish"} <= set(report["tools"])
+    assert [s["call"]["name"] for s in report["steps"][:2]] == ["add_todo", "list_todos"]
+    assert report["steps"][1]["observation"] == [{"id": 1, "text": "call Ana", "done": False}]
+    assert report["answer"] == "There is one item: call Ana." and report["refused"] == []
+    shown = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full")
+    assert shown.returncode == 0 and 'add_todo({"text": "call Ana"}) -> {"id": 1}' in shown.stdout
+    assert shown.stdout.rstrip().endswith("answer: There is one item: call Ana.")
+
+
+def test_the_command_line_says_what_cannot_run(todo_url):
+    for args, words in (((todo_url + "/", "  ", "--model", TODO_MODEL), "instruction is empty"),
+                        ((todo_url + "/", "Do it.", "--model", "no-such-model"), "no-such-model"),
+                        ((todo_url + "/nowhere", "Do it.", "--model", TODO_MODEL, "--timeout", "0.5"),
+                         "registered no WebMCP tools")):
+        ran = cli(*args)
+        assert ran.returncode == 2 and ran.stderr.startswith("error: ") and words in ran.stderr, ran.stderr
+        assert "Traceback" not in ran.stderr

@@ -186,6 +186,17 @@ class WebMCPDriver:
         page.on("framenavigated", lambda frame, tab=tab: self._forget(tab) if frame.parent_frame is None else None)
         return tab
 
+    def wait_for_tools(self, tab: int = 0, seconds: float = READY_S) -> list[PageTool]:
+        """The tools tab `tab` registered, once it has any (a page may register them after its load
+        event, when it has fetched what it needs), or [] after `seconds`."""
+        deadline = time.perf_counter() + seconds
+        while True:
+            self._forget(tab)
+            found = [tool for tool in self.tools() if tool.tab == tab]
+            if found or time.perf_counter() > deadline:
+                return found
+            self.pages[tab].wait_for_timeout(50)
+
     def screenshot(self, path: str | Path, url: str, size: tuple[int, int] = (900, 640)) -> Path:
         """A PNG of `url` (a page of the origin) as it is now, in a tab of its own (the tabs the
         tools run in keep their tools and their place)."""
