@@ -141,7 +141,7 @@ class AgentHandlers:
             with ExitStack() as held:
                 pages = None
                 if where == PAGES and task.get("domain") != "document":
-                    pages = held.enter_context(self.ctx.agent_pages.visit(key))
+                    pages = held.enter_context(self.ctx.page_browser.visit(key))
                     # the frame has the task's start under the session before the run puts its own
                     # World there (the worker must not find it replaced afterwards)
                     self.ctx.world_pages.show(key, world_for(task), owner="episode")
@@ -345,7 +345,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     inputs = [task, instruction, model, max_replies, where, *controls.values()]
     outputs = [panel, steps, world, verdict, preview, files, status, world_page]
     # picking the pages starts the app's browser meanwhile: the first run need not wait for it
-    where.change(ctx.agent_pages.warm, [where], None, queue=False, api_visibility="private", **QUIET)
+    where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
     for name, button in scenario_btns.items():

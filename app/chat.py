@@ -252,7 +252,7 @@ class ChatHandlers:
         try:
             with ExitStack() as held:
                 # the browser first: when it cannot run the pages, no weights are loaded for nothing
-                page_tools = held.enter_context(self.ctx.agent_pages.visit(run.key)).episode({}, world) \
+                page_tools = held.enter_context(self.ctx.page_browser.visit(run.key)).episode({}, world) \
                     if in_pages else None
                 if is_loading(self.ctx, model):                # the first use waits for weights: say so
                     yield updates(panel=LOADING_PANEL, status="")

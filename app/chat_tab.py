@@ -172,7 +172,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
     # answer leaves it; the page empties the box at once and the status says the message is queued.
     # picking the pages starts the app's browser meanwhile: the first turn need not wait for it
-    where.change(ctx.agent_pages.warm, [where], None, queue=False, api_visibility="private", **QUIET)
+    where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
     send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
                    js=SEND_JS, **GENERATE)
     prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from world.format import ToolSet
 from world.state import World
-from world.webmcp.driver import PageToolsOf, WebMCPDriver
+from world.webmcp.driver import PageToolsOf, WebMCPDriver, first_line
 from world.webmcp.venue import APPS
 
 from .world_page import WorldPages, page_for
@@ -34,11 +34,7 @@ class PagesUnavailable(Exception):
     """Why the tools cannot run in the web pages now: one sentence for the person."""
 
 
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-
-
-class AgentPages:
+class PageBrowser:
     """The app's browser on its own pages; `visit(key)` lends it to one run."""
 
     def __init__(self, world_pages: WorldPages, url_of: Callable[[], str],
@@ -108,7 +104,7 @@ class Visit:
     """One run's use of the pages (world.agent's `pages`): its World goes under the key's page
     session, both apps open on it, and each call runs in the page that registered the tool."""
 
-    def __init__(self, pages: AgentPages, key: tuple) -> None:
+    def __init__(self, pages: PageBrowser, key: tuple) -> None:
         self.pages, self.key = pages, key
         self.session = pages.world_pages.session_for(key)
 

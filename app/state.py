@@ -24,7 +24,7 @@ from sessions import SessionStore, StoreError
 from world.webapps.sessions import WorldSessions
 
 from .conversation_world import DEFAULT_WORLD, world_from_spec
-from .page_venue import AgentPages
+from .page_venue import PageBrowser
 from .runs import RunBoard
 from .world_page import WorldPages
 
@@ -205,11 +205,12 @@ class AppContext:
     world_pages: WorldPages = field(default_factory=lambda: WorldPages(
         WorldSessions(lambda: world_from_spec(DEFAULT_WORLD))))
     app_url: str = ""                                  # where the app is served (launch.serve): the pages' origin
-    # the browser the Agent tab's tools run in when they run in the pages: started on first use
-    agent_pages: AgentPages = field(init=False)
+    # the app's browser on its own pages, where Chat's and the Agent tab's tools run when a person
+    # picks the pages: started on first use
+    page_browser: PageBrowser = field(init=False)
 
     def __post_init__(self) -> None:
-        self.agent_pages = AgentPages(self.world_pages, lambda: self.app_url)
+        self.page_browser = PageBrowser(self.world_pages, lambda: self.app_url)
 
     @classmethod
     def create(cls, db_path: str | Path, model: str = DEFAULT_MODEL, baseline: str = DEFAULT_BASELINE,
@@ -249,7 +250,7 @@ class AppContext:
             self.notices.append(f"Cannot watch {root} for new checkpoints ({exc}); use Rescan in the Models tab.")
 
     def close(self) -> None:
-        self.agent_pages.close()
+        self.page_browser.close()
         if self.watcher is not None:
             self.watcher.stop()
         if self.store is not None:

@@ -12,7 +12,7 @@ import pytest
 
 from app.agent_scenarios import BLACK_SHIRT
 from app.agent_tab import AgentHandlers
-from app.page_venue import PAGES, AgentPages
+from app.page_venue import PAGES, PageBrowser
 from app.sessions_tab import SessionsHandlers
 from tests.app.test_app_handlers import AGENT, named
 from tests.e2e.app_fakes import fake_context
@@ -83,7 +83,7 @@ def pages_context(tmp_path, backend, log: dict, start_fails: bool = False):
                                "Traceback (most recent call last):\n  File x")
         return FakeDriver(origin, ctx.world_pages.sessions, log, timeout_s)
 
-    ctx.agent_pages = AgentPages(ctx.world_pages, lambda: ctx.app_url, driver_factory=factory)
+    ctx.page_browser = PageBrowser(ctx.world_pages, lambda: ctx.app_url, driver_factory=factory)
     return ctx
 
 

@@ -84,7 +84,7 @@ def test_pages_held_by_another_run_are_a_sentence_for_the_chat(tmp_path, monkeyp
     monkeypatch.setattr(app.page_venue, "BUSY_S", 0.05)
     log: dict = {}
     ctx = pages_context(tmp_path, the_model(oracle_target([BUY])), log)
-    with ctx.agent_pages.visit((None, "agent")):                    # an agent run holds the app's browser
+    with ctx.page_browser.visit((None, "agent")):                    # an agent run holds the app's browser
         with pytest.raises(gr.Error, match="busy with another run"):
             turn(ChatHandlers(ctx, updates_per_second=1e9), BUY["instruction"], PAGES)
     assert "calls" not in log and ctx.store.list_conversations(kind="chat") == []
@@ -97,13 +97,13 @@ def test_picking_the_pages_starts_the_browser_before_the_first_turn(tmp_path):
     log: dict = {}
     started = []
     ctx = pages_context(tmp_path, the_model(oracle_target([BUY])), log)
-    factory = ctx.agent_pages._factory
-    ctx.agent_pages._factory = lambda *a, **k: started.append(1) or factory(*a, **k)
-    ctx.agent_pages.warm(WORLD)                          # the built-in world needs no browser
-    ctx.agent_pages._thread().submit(lambda: None).result()
+    factory = ctx.page_browser._factory
+    ctx.page_browser._factory = lambda *a, **k: started.append(1) or factory(*a, **k)
+    ctx.page_browser.warm(WORLD)                          # the built-in world needs no browser
+    ctx.page_browser._thread().submit(lambda: None).result()
     assert started == []
-    ctx.agent_pages.warm(PAGES)
-    ctx.agent_pages._thread().submit(lambda: None).result()     # the start ran on the driver's thread
+    ctx.page_browser.warm(PAGES)
+    ctx.page_browser._thread().submit(lambda: None).result()     # the start ran on the driver's thread
     assert started == [1]
     turn(ChatHandlers(ctx, updates_per_second=1e9), BUY["instruction"], PAGES)
     assert started == [1] and log["calls"][0] == "search_products"     # the turn used it, started once
@@ -113,8 +113,8 @@ def test_picking_the_pages_starts_the_browser_before_the_first_turn(tmp_path):
 def test_a_failed_background_start_is_said_by_the_turn(tmp_path):
     log: dict = {}
     ctx = pages_context(tmp_path, the_model(oracle_target([BUY])), log, start_fails=True)
-    ctx.agent_pages.warm(PAGES)
-    ctx.agent_pages._thread().submit(lambda: None).result()
+    ctx.page_browser.warm(PAGES)
+    ctx.page_browser._thread().submit(lambda: None).result()
     with pytest.raises(gr.Error, match="could not start"):
         turn(ChatHandlers(ctx, updates_per_second=1e9), BUY["instruction"], PAGES)
     ctx.close()

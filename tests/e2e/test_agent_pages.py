@@ -14,7 +14,7 @@ import re
 import threading
 
 from app.agent_scenarios import BLACK_SHIRT
-from app.page_venue import AgentPages
+from app.page_venue import PageBrowser
 from app.state import AppContext
 from tests.e2e.app_fakes import running_app
 from tests.e2e.chromium import BROWSER_MARKS
@@ -44,7 +44,7 @@ def gated_context(tmp_path, task: dict) -> AppContext:
     model = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
     ctx = AppContext.create(tmp_path / "sessions.db", model="fake-bd", baseline="fake-bd", watch=False,
                             preloaded={"fake-bd": model})
-    ctx.agent_pages = AgentPages(ctx.world_pages, lambda: ctx.app_url, driver_factory=GatedDriver)
+    ctx.page_browser = PageBrowser(ctx.world_pages, lambda: ctx.app_url, driver_factory=GatedDriver)
     return ctx
 
 
@@ -88,7 +88,7 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             expect(page.locator("#agent-status")).to_contain_text("Stored as agent run")
             stored = ctx.store.list_conversations(kind="agent")[0]["meta"]
             assert stored["tools_in"] == "pages" and stored["page_screenshot"].endswith(".png")
-            assert ctx.agent_pages._driver.refused == []      # the app's browser stayed on the app's origin
+            assert ctx.page_browser._driver.refused == []      # the app's browser stayed on the app's origin
             shot(page, "agent-pages-order")
             page.context.close()
     finally:

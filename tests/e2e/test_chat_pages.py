@@ -40,7 +40,7 @@ def test_a_chat_turn_runs_its_calls_in_the_page_the_person_sees(browser, tmp_pat
             expect(page.locator("#chatbot")).to_contain_text(world.orders[0]["id"])
             stored = ctx.store.list_conversations(kind="chat")[0]["meta"]
             assert stored["tools_in"] == "pages"
-            assert ctx.agent_pages._driver.refused == []      # the app's browser stayed on the app's origin
+            assert ctx.page_browser._driver.refused == []      # the app's browser stayed on the app's origin
             shot(page, "chat-pages-order")
             page.context.close()
     finally:

@@ -25,7 +25,7 @@ from engine.errors import BackendError
 from engine.trace import GenerationConfig
 from world.agent import DEFAULT_MAX_REPLIES, act, default_system
 from world.format import system_prompt
-from world.webmcp.driver import CHROMIUM, PageToolsOf, WebMCPDriver
+from world.webmcp.driver import CHROMIUM, PageToolsOf, WebMCPDriver, first_line
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -43,10 +43,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a tool call may take in the page")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the steps")
     return parser.parse_args(argv)
-
-
-def first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
 
 
 def load(spec: str, device: str) -> Any:

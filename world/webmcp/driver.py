@@ -40,6 +40,11 @@ class OutsideOrigin(ValueError):
     """A URL outside the origin the driver was opened for."""
 
 
+def first_line(error: BaseException) -> str:
+    """What a playwright error says, in one line short enough for a sentence to a person."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+
+
 def origin_of(url: str) -> str:
     parts = urlsplit(url)
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
