@@ -99,8 +99,17 @@ def joined(problems: list[str]) -> str:
     """The problems as one message of at most MESSAGE_CHARS characters."""
     message = problems[0]
     for i, problem in enumerate(problems[1:], 1):
-        rest = len(problems) - i
         if len(message) + len(problem) + 1 > MESSAGE_CHARS - 40:
-            return f"{message} ({rest} more setting{'s are' if rest > 1 else ' is'} also wrong.)"
+            return with_rest(message, len(problems) - i)
         message += " " + problem
+    return message
+
+
+def with_rest(message: str, rest: int) -> str:
+    """`message` and a note that `rest` more settings are wrong, in the shortest form that keeps it
+    within MESSAGE_CHARS. One problem can take most of the room by itself (an unknown sampler lists
+    every sampler), so the note shrinks, and goes, before the message would grow past it."""
+    for note in (f" ({rest} more setting{'s are' if rest > 1 else ' is'} also wrong.)", f" (+{rest} more.)", ""):
+        if len(message) + len(note) <= MESSAGE_CHARS:
+            return message + note
     return message

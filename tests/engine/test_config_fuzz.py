@@ -127,3 +127,16 @@ def test_every_switch_takes_only_true_or_false(name):
     with pytest.raises(ConfigError, match=r"must be on or off \(true or false\), got 1\.$") as caught:
         GenerationConfig(**{name: 1})
     check_message(str(caught.value))
+
+
+def test_a_long_first_problem_keeps_the_message_short():
+    """An unknown sampler's sentence lists every sampler; with another setting wrong too, the note
+    about it must not push the message past the limit (fuzzing found 300 characters once)."""
+    from engine.setting_rules import MESSAGE_CHARS
+
+    for name in ("x" * 60, "00\x1f\x1f\x1f\U00018d09"):
+        with pytest.raises(ConfigError) as caught:
+            GenerationConfig(sampler=name, remask=None)          # the remasking after it is wrong too
+        message = str(caught.value)
+        assert len(message) <= MESSAGE_CHARS and message.startswith("Unknown sampler")
+        check_message(message)
