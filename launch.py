@@ -22,6 +22,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -71,17 +72,23 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) ->
     demo.queue(default_concurrency_limit=4)
     # The page's Content-Security-Policy and browser-only escaping of toasts (app/csp.py,
     # app/toasts.py): middleware must be given when the app is built, not added once it runs.
+    # /apps/ and /v1 can only be added once launch() returns; until then their requests wait
+    # (app/late_routes.py) rather than meet a 404.
+    mounted = threading.Event()
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
-                                      run_history=False, app_kwargs={"middleware": page_middleware()},
+                                      run_history=False, app_kwargs={"middleware": page_middleware(mounted)},
                                       **launch_kwargs())
-    web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None,
-                   sessions=ctx.world_pages.sessions if ctx is not None else None)
-    if ctx is not None:
-        ctx.app_url = url            # the origin the Agent tab's browser may act on (app/page_venue.py)
-    if api is not None and ctx is not None:
-        from app.api import mount
+    try:
+        web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None,
+                       sessions=ctx.world_pages.sessions if ctx is not None else None)
+        if ctx is not None:
+            ctx.app_url = url            # the origin the Agent tab's browser may act on (app/page_venue.py)
+        if api is not None and ctx is not None:
+            from app.api import mount
 
-        mount(server, ctx, api)
+            mount(server, ctx, api)
+    finally:
+        mounted.set()
     if block:
         print(f"Diffusion Playground is running at {url} (Ctrl+C to stop).", flush=True)
         if api is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 from typing import Any
 
 POLICY = (
@@ -99,11 +100,14 @@ class ContentSecurityPolicy:
         await self.app(scope, receive, send_with_policy)
 
 
-def page_middleware() -> list[Any]:
-    """The middleware the playground's FastAPI app is built with (Gradio's launch(app_kwargs=))."""
+def page_middleware(mounted: threading.Event | None = None) -> list[Any]:
+    """The middleware the playground's FastAPI app is built with (Gradio's launch(app_kwargs=)).
+    With `mounted`, requests for /v1 and /apps/ wait until it is set (app/late_routes.py)."""
     from starlette.middleware import Middleware
 
     from .api.stray_paths import StrayApiPaths
+    from .late_routes import LateRoutes
     from .toasts import BrowserToasts
 
-    return [Middleware(StrayApiPaths), Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]
+    late = [Middleware(LateRoutes, mounted=mounted)] if mounted is not None else []
+    return [*late, Middleware(StrayApiPaths), Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]
