@@ -1,5 +1,10 @@
 """The grader: an attempt succeeds when it finished, its end state equals the end state of
 replaying the task's gold_actions, and every expected output string is in its final answer.
+A request that only reads and whose answer names nothing ("she has no unpaid invoices") would
+pass any finish that way, so it also needs the lookups the gold makes: each gold call's tool,
+called on the same required arguments (optional filters may differ: a model may list all of a
+customer's invoices and read the unpaid ones itself).
+
 A failed attempt gets one error_type, its first cause:
 
     parse_error  a reply held no readable call (malformed JSON, no <tool_call>)
@@ -19,7 +24,7 @@ from typing import Any, Protocol
 from world.documents import check_document
 from world.start import world_for
 from world.state import World
-from world.tools import FINISH, call_tool
+from world.tools import FINISH, TOOLS_BY_NAME, call_tool
 
 ERROR_TYPES = ("parse_error", "wrong_tool", "missing_arg", "wrong_value", "loop", "step_limit")
 # step error kind (format.PARSE_ERRORS + the loop's veto) -> error_type
@@ -62,6 +67,32 @@ def answer_contains(answer: str, expected: str) -> bool:
     return re.search(pattern, answer, flags=re.IGNORECASE) is not None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Argument values equal as the tools read them: strings without case or edge spaces."""
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().casefold() == b.strip().casefold()
+    return a == b
+
+
+def missed_lookup(task: dict[str, Any], steps: list[StepLike]) -> Grade | None:
+    """Why a read-only request with nothing to name fails although it finished: the first gold
+    lookup the attempt did not make (None when it made them all, or the task writes or names
+    something, where the end state and the outputs already decide)."""
+    gold = [a for a in task["gold_actions"] if a["name"] != FINISH]
+    if task["outputs"] or any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in gold):
+        return None
+    calls = [s.call for s in steps if s.call]
+    for action in gold:
+        required = TOOLS_BY_NAME[action["name"]]["inputSchema"]["required"]
+        same_tool = [c for c in calls if c["name"] == action["name"]]
+        wanted = ", ".join(f"{k}={action['arguments'][k]!r}" for k in required)
+        if not same_tool:
+            return Grade(False, "wrong_tool", f"Answered without looking: {action['name']}({wanted}) was never called.")
+        if not any(all(_same(c["arguments"].get(k), action["arguments"][k]) for k in required) for c in same_tool):
+            return Grade(False, "wrong_value", f"Looked in the wrong place: no call {action['name']}({wanted}).")
+    return None
+
+
 def grade(task: dict[str, Any], world: World, final_answer: str | None, steps: list[StepLike]) -> Grade:
     """Grade one agent attempt: `world` is its end state, `steps` every reply in order. A task
     marked `no_tools` (a request outside the world) also fails on any call but finish: a
@@ -74,7 +105,7 @@ def grade(task: dict[str, Any], world: World, final_answer: str | None, steps: l
     if finished and world.end_state() == gold_end_state(task):
         missing = [o for o in task["outputs"] if not answer_contains(final_answer, o)]
         if not missing:
-            return Grade(True, None, "The end state and the answer are right.")
+            return missed_lookup(task, steps) or Grade(True, None, "The end state and the answer are right.")
     for i, step in enumerate(steps):
         if step.error:
             kind = step.error.get("kind", "malformed_json")

@@ -9,9 +9,9 @@ is the templates' (and the training follow-up frames), as in the `templates` tas
 the set measures is six requests in one world, not new sentence shapes: the `conversations` set's
 first conversation is the same plan in held-out wording. Gold and replay are the oracle's,
 drawn by conversations.draw; a seed whose chain does not fit Sprout's context is skipped, and so
-is one with a request that only reads and whose answer is empty ("no invoices found"): the grader
-passes any finish there (the world is unchanged and no output is missing), so it would measure
-nothing.
+is one with a request that only reads and whose answer is empty ("no invoices found"): there the
+grader can check only that the lookups were made (world/grader.missed_lookup), not what the answer
+says, so such a request would measure less than the others.
 """
 
 from __future__ import annotations

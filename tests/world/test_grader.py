@@ -5,6 +5,7 @@ import pytest
 
 from engine.trace import GenerationConfig
 from tests.world.scripted import FAILURES
+from world import conversation_sets, conversations, office_six
 from world.agent import run_episode
 from world.grader import answer_contains, gold_end_state, grade, replay
 from world.start import world_for
@@ -56,3 +57,33 @@ def test_success_needs_finish_state_and_outputs():
 def test_answer_contains_whole_tokens_only():
     assert answer_contains("Total $50.", "$50") and answer_contains("order o512 placed", "O512")
     assert not answer_contains("Total $500.", "$50") and not answer_contains("V1234", "V123")
+
+
+def a_request_that_reads_and_names_nothing() -> dict:
+    """An office-six draw whose last request ("and her invoices?") finds none: the set skips such
+    chains (office_six.gradable); the grader must still not pass any finish on them."""
+    for seed in range(600, 700):
+        chain = conversations.draw("heldout", seed, office_six.PHRASING, plan=conversation_sets.SIX_OFFICE)
+        if chain is not None and not office_six.gradable(chain["turns"][-1]):
+            chain["id"] = f"draw-{seed}"
+            return conversations.turn_task(chain, len(chain["turns"]) - 1)
+    raise AssertionError("no draw in 600-699 ends on an empty lookup")
+
+
+def test_a_read_only_request_with_nothing_to_name_needs_its_lookups():
+    task = a_request_that_reads_and_names_nothing()
+    world = replay(task, task["gold_actions"])       # read-only: the same as the start
+    gold_calls = [a for a in task["gold_actions"] if a["name"] != "finish"]
+    step = lambda call: type("S", (), {"call": call, "error": None})()  # noqa: E731
+    answer = {"name": "finish", "arguments": {"answer": "She has no invoices."}}
+    assert grade(task, world, "She has no invoices.", [step(c) for c in gold_calls] + [step(answer)]).success
+    idle = grade(task, world, "She has no invoices.", [step(answer)])
+    assert not idle.success and idle.error_type == "wrong_tool" and "never called" in idle.reason
+    lookup = gold_calls[-1]
+    elsewhere = {**lookup, "arguments": {**lookup["arguments"], "customer_id": "C-0000"}}
+    before = [step(c) for c in gold_calls[:-1]]
+    wrong = grade(task, world, "She has no invoices.", before + [step(elsewhere), step(answer)])
+    assert not wrong.success and wrong.error_type == "wrong_value" and "wrong place" in wrong.reason
+    # an optional filter may differ, and the ids' case does not matter
+    unfiltered = {"name": lookup["name"], "arguments": {"customer_id": lookup["arguments"]["customer_id"].lower()}}
+    assert grade(task, world, "None.", before + [step(unfiltered), step(answer)]).success

@@ -40,7 +40,7 @@ def test_the_oracle_succeeds_on_every_request_of_every_chain():
 
 def test_only_a_right_answer_passes_a_request():
     """Every request changes the world or must name something, so a model that calls nothing and
-    answers "nothing found" fails each one (a read-only request with an empty answer would pass)."""
+    answers "nothing found" fails each one."""
     chains = office_six.load_office_six()
     assert all(office_six.gradable(t) for c in chains for t in c["turns"])
     assert not office_six.gradable({"gold_actions": [{"name": "find_invoices"}, {"name": "finish"}], "outputs": []})
