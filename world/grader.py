@@ -2,8 +2,8 @@
 replaying the task's gold_actions, and every expected output string is in its final answer.
 A request that only reads and whose answer names nothing ("she has no unpaid invoices") would
 pass any finish that way, so it also needs the lookups the gold makes: each gold call's tool,
-called on the same required arguments (optional filters may differ: a model may list all of a
-customer's invoices and read the unpaid ones itself).
+called on the same required arguments, with an optional filter the gold's or none (a model may
+list all of a customer's invoices and read the unpaid ones itself).
 
 A failed attempt gets one error_type, its first cause:
 
@@ -67,13 +67,6 @@ def answer_contains(answer: str, expected: str) -> bool:
     return re.search(pattern, answer, flags=re.IGNORECASE) is not None
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Argument values equal as the tools read them: strings without case or edge spaces."""
-    if isinstance(a, str) and isinstance(b, str):
-        return a.strip().casefold() == b.strip().casefold()
-    return a == b
-
-
 def missed_lookup(task: dict[str, Any], steps: list[StepLike]) -> Grade | None:
     """Why a read-only request with nothing to name fails although it finished: the first gold
     lookup the attempt did not make (None when it made them all, or the task writes or names
@@ -81,16 +74,25 @@ def missed_lookup(task: dict[str, Any], steps: list[StepLike]) -> Grade | None:
     gold = [a for a in task["gold_actions"] if a["name"] != FINISH]
     if task["outputs"] or any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in gold):
         return None
-    calls = [s.call for s in steps if s.call]
+    calls = [s.call for s in steps if s.call and isinstance(s.call.get("arguments"), dict)]
     for action in gold:
-        required = TOOLS_BY_NAME[action["name"]]["inputSchema"]["required"]
         same_tool = [c for c in calls if c["name"] == action["name"]]
-        wanted = ", ".join(f"{k}={action['arguments'][k]!r}" for k in required)
+        wanted = ", ".join(f"{k}={v!r}" for k, v in action["arguments"].items())
         if not same_tool:
             return Grade(False, "wrong_tool", f"Answered without looking: {action['name']}({wanted}) was never called.")
-        if not any(all(_same(c["arguments"].get(k), action["arguments"][k]) for k in required) for c in same_tool):
+        if not any(_looks_as(call, action) for call in same_tool):
             return Grade(False, "wrong_value", f"Looked in the wrong place: no call {action['name']}({wanted}).")
     return None
+
+
+def _looks_as(call: dict[str, Any], action: dict[str, Any]) -> bool:
+    """`call` sees what the gold `action` sees: its required arguments are the gold's, exactly (the
+    tools read ids as written: "c303" is an unknown customer), and an optional one is the gold's
+    or left out (no filter sees all the rows, the gold's among them)."""
+    required = TOOLS_BY_NAME[action["name"]]["inputSchema"]["required"]
+    args, gold = call["arguments"], action["arguments"]
+    return (all(args.get(k) == gold[k] for k in required)
+            and all(k in required or (k in gold and v == gold[k]) for k, v in args.items()))
 
 
 def grade(task: dict[str, Any], world: World, final_answer: str | None, steps: list[StepLike]) -> Grade:

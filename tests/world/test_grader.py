@@ -84,6 +84,11 @@ def test_a_read_only_request_with_nothing_to_name_needs_its_lookups():
     before = [step(c) for c in gold_calls[:-1]]
     wrong = grade(task, world, "She has no invoices.", before + [step(elsewhere), step(answer)])
     assert not wrong.success and wrong.error_type == "wrong_value" and "wrong place" in wrong.reason
-    # an optional filter may differ, and the ids' case does not matter
-    unfiltered = {"name": lookup["name"], "arguments": {"customer_id": lookup["arguments"]["customer_id"].lower()}}
+    # an optional filter may be left out, not changed; an id must be as written (the tools read "c303" as unknown)
+    unfiltered = {"name": lookup["name"], "arguments": {"customer_id": lookup["arguments"]["customer_id"]}}
     assert grade(task, world, "None.", before + [step(unfiltered), step(answer)]).success
+    lowered = {"name": lookup["name"], "arguments": {"customer_id": lookup["arguments"]["customer_id"].lower()}}
+    assert grade(task, world, "None.", before + [step(lowered), step(answer)]).error_type == "wrong_value"
+    other = "unpaid" if lookup["arguments"]["status"] == "paid" else "paid"
+    refiltered = {"name": lookup["name"], "arguments": {**lookup["arguments"], "status": other}}
+    assert grade(task, world, "None.", before + [step(refiltered), step(answer)]).error_type == "wrong_value"
