@@ -23,9 +23,10 @@ AR model), each with `forwards_per_call` (forwards per generated reply) and `sca
 pages in headless Chromium (world/webmcp/venue.py) instead of on the World directly; the report
 says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's time per tool call,
 the page's own work and its request to the world included), and the task seconds then include the
-browser (the pages loaded for each episode). Opening the pages is a fixed cost of every task, the
-same for both models: `median_open_s` and `median_task_s_after_open` per model, and
-`median_ratio_after_open`, give the times without it.
+browser (the pages put on each episode's world: loaded for the first, started over in place after
+that, world/webmcp/venue.py). Opening the pages is a fixed cost of every task, the same for both
+models: `median_open_s` and `median_task_s_after_open` per model, and `median_ratio_after_open`,
+give the times without it.
 
 `--task-set conversations`, `handwritten` and `office-six` run whole conversations instead
 (bench/conversations.py: graded per request and per conversation, and the cost by position).

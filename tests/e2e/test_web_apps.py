@@ -202,6 +202,40 @@ def test_benchmark_tasks_through_the_pages_give_the_worlds_transcripts(browser):
         assert venue.driver.page_errors == [] and venue.driver.refused == []
 
 
+SNAPSHOT = """() => ({
+  url: location.pathname + location.search + location.hash,
+  text: document.body.innerText,
+  values: [...document.querySelectorAll("input, select")].map(c => `${c.name}=${c.value}`),
+  hidden: [...document.querySelectorAll("section, #page-error")].map(s => `${s.id}:${s.hidden}`),
+})"""
+
+
+def test_the_next_task_starts_over_in_place_as_a_fresh_load_shows_it(browser):
+    """The venue's tabs go to the next task's session without a reload, and then show exactly
+    what a new tab loaded on that session shows: no search, status, form value or view left over."""
+    config = GenerationConfig()
+    with PageVenue(browser=browser) as venue:
+        task = task_of("shop_buy")                                     # search, add, check out
+        assert run_episode(None, task, config, generate_fn=OracleModel(task), system="full", pages=venue).success
+        customer = sorted(world_for(task).customers)[0]
+        assert isinstance(venue.driver.call("find_invoices", {"customer_id": customer}), list)
+        assert "#/order/" in venue.driver.pages[0].url                 # an order placed; invoices listed
+        for page in venue.driver.pages:
+            page.evaluate("window.__sameDocument = true")
+        nxt = task_of("shop_add")
+        venue.episode(nxt, world_for(nxt))
+        fresh = browser.new_page()
+        try:
+            for page in venue.driver.pages:
+                assert page.evaluate("window.__sameDocument === true"), "the tab was reloaded"
+                fresh.goto(page.url)
+                fresh.wait_for_selector("body[data-ready]", state="attached")
+                assert page.evaluate(SNAPSHOT) == fresh.evaluate(SNAPSHOT)
+        finally:
+            fresh.close()
+        assert venue.driver.page_errors == []
+
+
 def test_navigating_changes_the_tool_list(apps, driver):
     sessions, url = apps
     session = sessions.add()

@@ -92,6 +92,10 @@ _LIST = """async () => window.__webmcpConsumer
   ? {tools: await window.__webmcpConsumer.list(), changes: window.__webmcpConsumer.changes}
   : {tools: [], changes: -1}"""
 
+# A page that offers window.startOver(url) (world/webapps/pages/webmcp-page.js) can go to another
+# session of itself without a reload; any other page answers false and is loaded.
+_START_OVER = """url => typeof window.startOver === "function" ? window.startOver(url) : false"""
+
 
 class WebMCPDriver:
     """Pages of `origin` in one headless Chromium (its own, or a playwright `browser` given, of which
@@ -166,18 +170,32 @@ class WebMCPDriver:
             page.wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
         return tab
 
-    def open_tabs(self, urls: list[str], ready: str = "body[data-ready]", keep_open: bool = False) -> None:
+    def open_tabs(self, urls: list[str], ready: str = "body[data-ready]", keep_open: bool = False,
+                  start_over: bool = False) -> None:
         """Load urls[k] in tab k, all at once: every navigation starts before any is waited for,
         so the pages load side by side (two tabs: faster than `open` one after the other).
-        keep_open: a tab that shows that document already (the URL but its #fragment) stays as it is."""
+        keep_open: a tab that shows that document already (the URL but its #fragment) stays as it is.
+        start_over: a tab on the same page (the path) that offers window.startOver goes to the URL
+        in place, as a load would show it but without one (a task's world swapped in)."""
         for url in urls:
             self.check_url(url)
         for tab, url in enumerate(urls):
             page = self.pages[self._tab(tab)]
-            if not (keep_open and not _moved(page.url, url)):
-                page.goto(url, wait_until="commit", timeout=READY_S * 1000)
+            if keep_open and not _moved(page.url, url):
+                continue
+            if start_over and _same_path(page.url, url) and self._started_over(page, url):
+                self._forget(tab)
+                continue
+            page.goto(url, wait_until="commit", timeout=READY_S * 1000)
         for tab in range(len(urls)):
             self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
+
+    @staticmethod
+    def _started_over(page: Any, url: str) -> bool:
+        try:
+            return page.evaluate(_START_OVER, url) is True
+        except Exception:  # noqa: BLE001 - the page failed to redraw: a load shows what is wrong
+            return False
 
     def _tab(self, tab: int | None) -> int:
         """`tab`, or a new tab when it is None or not open yet."""
@@ -275,6 +293,11 @@ class WebMCPDriver:
             page.wait_for_url(lambda url: _moved(url, before), wait_until="load", timeout=READY_S * 1000)
         except Exception:  # noqa: BLE001 - a page that never loads is reported by the next call
             pass
+
+
+def _same_path(now: str, wanted: str) -> bool:
+    """The same page (scheme, host and path), whatever its query and #fragment."""
+    return now.split("#", 1)[0].split("?", 1)[0] == wanted.split("#", 1)[0].split("?", 1)[0]
 
 
 def _moved(now: str, before: str) -> bool:

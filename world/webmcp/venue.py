@@ -1,6 +1,7 @@
 """An agent episode's world behind the web apps: the venue serves the shop and the office
 (world/webapps/) on a loopback port, keeps one Chromium (world/webmcp/driver.py) with a tab per
-app, and for each episode puts the task's World under a new session and loads both tabs on it.
+app, and for each episode puts the task's World under a new session and shows it in both tabs (loaded
+the first time, started over in place after that).
 
 The model may call what the two pages registered, plus finish (the agent's own: it ends the turn
 and changes nothing a page shows). Both apps are open, as a person with the shop and the office in
@@ -55,5 +56,7 @@ class PageVenue:
         if self._session is not None:
             self.sessions.drop(self._session)
         self._session = self.sessions.add(world)
-        self.driver.open_tabs([f"{self.url}/apps/{app}/?session={self._session}" for app in APPS])
+        # the tabs of the task before go to the new session in place: a reload of both pages cost
+        # most of a short task's time, and the page after start-over is what a load shows
+        self.driver.open_tabs([f"{self.url}/apps/{app}/?session={self._session}" for app in APPS], start_over=True)
         return PageToolsOf(self.driver)

@@ -2,7 +2,7 @@
 // activities. One form per tool, built from the registry's schema; a person's submit and an
 // agent's WebMCP call run the same `run(name, input)`: the form shows the input, the server runs
 // the tool, the result and the tables show what changed.
-import {api, buildFields, el, fetchTools, fillFields, flash, money, params, problems, readFields,
+import {api, buildFields, el, fetchTools, fillFields, flash, money, offerStartOver, params, problems, readFields,
         registerTools, row, sessionId, showPageError} from "./webmcp-page.js";
 
 const $ = id => document.getElementById(id);
@@ -72,6 +72,16 @@ function draw(world) {
   $("activity-list").tBodies[0].replaceChildren(...world.activities.map(a => row([a.id, a.status])));
 }
 
+// Another session's world, drawn as a fresh load draws it: empty forms, no results.
+async function startOver(session) {
+  state.session = session;
+  $("to-shop").href = `/apps/shop/?${params}`;
+  for (const tool of document.querySelectorAll("form[data-tool]")) tool.reset();
+  for (const box of document.querySelectorAll("[data-result]")) box.textContent = "";
+  $("invoice-results").tBodies[0].replaceChildren();
+  draw(await api(`s/${session}/state?app=office`));
+}
+
 async function main() {
   state.session = await sessionId();
   $("to-shop").href = `/apps/shop/?${params}`;
@@ -93,6 +103,7 @@ async function main() {
   }
   registerTools(definitions, handlers);
   draw(world);
+  offerStartOver(startOver);
   document.body.dataset.ready = "true";
 }
 

@@ -4,7 +4,7 @@
 // what the agent did. The checkout form is the declarative tool checkout_guest
 // (<form toolname tooldescription>), present on every view with the cart beside it, so an empty
 // cart gets the world's own "cart is empty".
-import {api, buildFields, el, fetchTools, fillFields, flash, money, params, problems, readFields,
+import {api, buildFields, el, fetchTools, fillFields, flash, money, offerStartOver, params, problems, readFields,
         registerTools, row, sessionId, showPageError} from "./webmcp-page.js";
 
 const $ = id => document.getElementById(id);
@@ -166,6 +166,17 @@ function route() {
   if (view === "cart") window.scrollTo(0, $("cart-panel").getBoundingClientRect().top + window.scrollY - 8);
 }
 
+// Another session's world, drawn as a fresh load draws it: no search, empty forms and notes.
+async function startOver(session) {
+  state.session = session;
+  state.lastSearch = null;
+  $("to-office").href = `/apps/office/?${params}`;
+  for (const id of ["search", "add", "checkout"]) $(id).reset();
+  for (const id of ["add-status", "checkout-status", "confirmation-text", "product-title", "product-facts"])
+    $(id).textContent = "";
+  draw(await api(`s/${session}/state?app=shop`));
+}
+
 async function main() {
   state.session = await sessionId();
   $("to-office").href = `/apps/office/?${params}`;
@@ -206,6 +217,7 @@ async function main() {
   window.addEventListener("hashchange", route);
   registerTools(definitions, {search_products: searchProducts, add_to_cart: addToCart, view_cart: viewCart});
   draw(world);
+  offerStartOver(startOver);
   document.body.dataset.ready = "true";
 }
 

@@ -26,6 +26,26 @@ export async function sessionId() {
   return id;
 }
 
+// Going to another session of this page without a reload (the benchmark's next task in the same
+// tab): window.startOver(url) puts url's query in the address, drops the #fragment (the start
+// view), and has `reset(session)` redraw the page as a fresh load on that session would show it.
+// The tools stay registered: they are the same for every session. A url of another page answers
+// false, and the caller loads it instead.
+export function offerStartOver(reset) {
+  window.startOver = async href => {
+    const next = new URL(href, location.href);
+    if (next.origin !== location.origin || next.pathname !== location.pathname || !next.searchParams.get("session"))
+      return false;
+    for (const key of [...params.keys()]) params.delete(key);
+    for (const [key, value] of next.searchParams) params.set(key, value);
+    history.replaceState(null, "", `${location.pathname}?${params}`);
+    document.getElementById("page-error").hidden = true;
+    await reset(params.get("session"));
+    window.scrollTo(0, 0);
+    return true;
+  };
+}
+
 export async function fetchTools(app) {
   return (await api(`tools?app=${encodeURIComponent(app)}`)).tools;
 }
