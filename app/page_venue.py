@@ -117,8 +117,9 @@ class Visit:
 
         def open_apps() -> PageToolsOf:
             # tabs on this session already (the chat's last turn, the tab's last run) are not loaded
-            # again: every call reads the session's World on the server, whichever World it now is
-            driver.open_tabs([self.url(app) for app in APPS], keep_open=True)
+            # again: every call reads the session's World on the server, whichever World it now is;
+            # tabs on another session (another chat's) start over on this one in place
+            driver.open_tabs([self.url(app) for app in APPS], keep_open=True, start_over=True)
             return PageToolsOf(driver)
 
         try:

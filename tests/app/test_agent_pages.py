@@ -47,7 +47,7 @@ class FakeDriver:
         self.log.setdefault("opened", []).append(url)
         return tab or 0
 
-    def open_tabs(self, urls: list[str], keep_open: bool = False) -> None:
+    def open_tabs(self, urls: list[str], keep_open: bool = False, start_over: bool = False) -> None:
         for tab, url in enumerate(urls):
             self.open(url, tab)
 

@@ -236,6 +236,29 @@ def test_the_next_task_starts_over_in_place_as_a_fresh_load_shows_it(browser):
         assert venue.driver.page_errors == []
 
 
+def test_a_tab_that_cannot_start_over_is_loaded_instead(apps, driver, monkeypatch):
+    """Another page in the tab, or a session the page cannot draw: open_tabs loads the URL, and
+    the load shows what is wrong (and never gets ready, which open_tabs reports)."""
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    from world.webmcp import driver as driver_module
+
+    sessions, url = apps
+    session = sessions.add()
+    driver.open_tabs([f"{url}/apps/shop/?session={session}"])
+    driver.pages[0].evaluate("window.__sameDocument = true")
+    driver.open_tabs([f"{url}/apps/office/?session={session}"], start_over=True)          # another page
+    assert driver.pages[0].evaluate("document.body.dataset.app") == "office"
+    driver.pages[0].evaluate("window.__sameDocument = true")
+    monkeypatch.setattr(driver_module, "READY_S", 1.0)
+    with pytest.raises(PageTimeout):
+        driver.open_tabs([f"{url}/apps/office/?session=gone"], start_over=True)          # no such session
+    page = driver.pages[0]
+    assert page.evaluate("window.__sameDocument === undefined")
+    page.wait_for_selector("#page-error:not([hidden])")
+    assert "does not exist" in page.inner_text("#page-error") and page.url.endswith("session=gone")
+
+
 def test_navigating_changes_the_tool_list(apps, driver):
     sessions, url = apps
     session = sessions.add()

@@ -93,8 +93,13 @@ _LIST = """async () => window.__webmcpConsumer
   : {tools: [], changes: -1}"""
 
 # A page that offers window.startOver(url) (world/webapps/pages/webmcp-page.js) can go to another
-# session of itself without a reload; any other page answers false and is loaded.
-_START_OVER = """url => typeof window.startOver === "function" ? window.startOver(url) : false"""
+# session of itself without a reload; any other page answers false and is loaded. Begun in every
+# tab before any is awaited, so the tabs redraw side by side.
+_BEGIN_START_OVER = """url => {
+  window.__startingOver = typeof window.startOver === "function" ? window.startOver(url) : Promise.resolve(false);
+  return true;
+}"""
+_END_START_OVER = """async () => (await window.__startingOver) === true"""
 
 
 class WebMCPDriver:
@@ -179,23 +184,25 @@ class WebMCPDriver:
         in place, as a load would show it but without one (a task's world swapped in)."""
         for url in urls:
             self.check_url(url)
+        starting: list[int] = []
         for tab, url in enumerate(urls):
             page = self.pages[self._tab(tab)]
             if keep_open and not _moved(page.url, url):
                 continue
-            if start_over and _same_path(page.url, url) and self._started_over(page, url):
-                self._forget(tab)
-                continue
-            page.goto(url, wait_until="commit", timeout=READY_S * 1000)
+            if start_over and _same_path(page.url, url) and _evaluated(page, _BEGIN_START_OVER, url):
+                starting.append(tab)
+            else:
+                page.goto(url, wait_until="commit", timeout=READY_S * 1000)
+        started = set()
+        for tab in starting:
+            self._forget(tab)
+            if _evaluated(self.pages[tab], _END_START_OVER) is True:
+                started.add(tab)
+            else:                                                          # it could not: load it
+                self.pages[tab].goto(urls[tab], wait_until="commit", timeout=READY_S * 1000)
         for tab in range(len(urls)):
-            self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
-
-    @staticmethod
-    def _started_over(page: Any, url: str) -> bool:
-        try:
-            return page.evaluate(_START_OVER, url) is True
-        except Exception:  # noqa: BLE001 - the page failed to redraw: a load shows what is wrong
-            return False
+            if tab not in started:       # a tab that started over is drawn: its document never left
+                self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
 
     def _tab(self, tab: int | None) -> int:
         """`tab`, or a new tab when it is None or not open yet."""
@@ -293,6 +300,15 @@ class WebMCPDriver:
             page.wait_for_url(lambda url: _moved(url, before), wait_until="load", timeout=READY_S * 1000)
         except Exception:  # noqa: BLE001 - a page that never loads is reported by the next call
             pass
+
+
+def _evaluated(page: Any, script: str, *arg: Any) -> Any:
+    """What `script` gives in `page`, or False when it throws (a page that failed to start over is
+    loaded instead: the load shows what is wrong)."""
+    try:
+        return page.evaluate(script, *arg)
+    except Exception:  # noqa: BLE001 - playwright's errors: the page broke or went away
+        return False
 
 
 def _same_path(now: str, wanted: str) -> bool:
