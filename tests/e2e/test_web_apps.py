@@ -207,6 +207,7 @@ SNAPSHOT = """() => ({
   text: document.body.innerText,
   values: [...document.querySelectorAll("input, select")].map(c => `${c.name}=${c.value}`),
   hidden: [...document.querySelectorAll("section, #page-error")].map(s => `${s.id}:${s.hidden}`),
+  highlighted: document.querySelectorAll(".flash").length,
 })"""
 
 

@@ -40,6 +40,8 @@ export function offerStartOver(reset) {
     for (const [key, value] of next.searchParams) params.set(key, value);
     history.replaceState(null, "", `${location.pathname}?${params}`);
     document.getElementById("page-error").hidden = true;
+    // the last task's highlights (a load has none)
+    for (const node of document.querySelectorAll(".flash")) node.classList.remove("flash");
     await reset(params.get("session"));
     window.scrollTo(0, 0);
     return true;
