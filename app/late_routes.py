@@ -15,7 +15,7 @@ import json
 import threading
 from typing import Any
 
-LATE_PREFIXES = ("/v1/", "/apps/")
+API, APPS = "/v1/", "/apps/"
 HOLD_S = 30.0
 POLL_S = 0.02
 
@@ -26,25 +26,32 @@ class LateRoutes:
         self.mounted = mounted
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket") and not self.mounted.is_set() and self._late(scope):
+        prefix = self._late(scope) if scope["type"] in ("http", "websocket") and not self.mounted.is_set() else None
+        if prefix is not None:
             waited = 0.0
             while not self.mounted.is_set() and waited < HOLD_S:
                 await asyncio.sleep(POLL_S)
                 waited += POLL_S
             if not self.mounted.is_set() and scope["type"] == "http":
-                await _starting(send)
+                await _starting(send, prefix)
                 return
         await self.app(scope, receive, send)
 
     @staticmethod
-    def _late(scope: dict[str, Any]) -> bool:
+    def _late(scope: dict[str, Any]) -> str | None:
+        """Which of the late prefixes the request is for, or None."""
         path, root = scope.get("path", ""), scope.get("root_path", "").rstrip("/")
-        return any(path.startswith(prefix) or path.startswith(root + prefix) for prefix in LATE_PREFIXES)
+        return next((p for p in (API, APPS) if path.startswith(p) or path.startswith(root + p)), None)
 
 
-async def _starting(send: Any) -> None:
-    body = json.dumps({"error": {"message": "The playground is still starting; try again in a few seconds.",
-                                 "type": "server_error", "param": None, "code": "starting"}}).encode()
+STARTING = "The playground is still starting; try again in a few seconds."
+
+
+async def _starting(send: Any, prefix: str | None) -> None:
+    # each in the error shape of its routes: OpenAI's for /v1, the web apps' own (world/webapps/server.py)
+    error = ({"error": {"message": STARTING, "type": "server_error", "param": None, "code": "starting"}}
+             if prefix == API else {"error": STARTING, "code": "starting"})
+    body = json.dumps(error).encode()
     await send({"type": "http.response.start", "status": 503,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"retry-after", b"5")]})

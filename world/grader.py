@@ -67,13 +67,20 @@ def answer_contains(answer: str, expected: str) -> bool:
     return re.search(pattern, answer, flags=re.IGNORECASE) is not None
 
 
+def names_nothing(task: dict[str, Any]) -> bool:
+    """Whether the task only reads and its answer must name nothing ("no invoices found"): the end
+    state and the outputs cannot tell a right attempt from one that answered without looking."""
+    writes = any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in task["gold_actions"])
+    return not writes and not task["outputs"]
+
+
 def missed_lookup(task: dict[str, Any], steps: list[StepLike]) -> Grade | None:
     """Why a read-only request with nothing to name fails although it finished: the first gold
     lookup the attempt did not make (None when it made them all, or the task writes or names
     something, where the end state and the outputs already decide)."""
-    gold = [a for a in task["gold_actions"] if a["name"] != FINISH]
-    if task["outputs"] or any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in gold):
+    if not names_nothing(task):
         return None
+    gold = [a for a in task["gold_actions"] if a["name"] != FINISH]
     calls = [s.call for s in steps if s.call and isinstance(s.call.get("arguments"), dict)]
     for action in gold:
         same_tool = [c for c in calls if c["name"] == action["name"]]

@@ -21,7 +21,7 @@ from typing import Any
 
 from world.conversation_sets import SIX_OFFICE, load_conversations
 from world.conversations import draw
-from world.tools import TOOLS_BY_NAME
+from world.grader import names_nothing
 
 OFFICE_SIX_PATH = Path(__file__).with_name("heldout_office_six.json")
 OFFICE_SIX_SIZE, OFFICE_SIX_SEED, OFFICE_SIX_VALIDATION_SEED = 12, 606, 6006
@@ -44,8 +44,7 @@ def make_office_six(n: int = OFFICE_SIX_SIZE, seed: int = OFFICE_SIX_SEED) -> li
 def gradable(turn: dict[str, Any]) -> bool:
     """Whether only a right answer passes this request: it changes the world, or its answer must
     name something (an id, a total, a status)."""
-    writes = any(not TOOLS_BY_NAME[a["name"]]["annotations"]["readOnlyHint"] for a in turn["gold_actions"])
-    return writes or bool(turn["outputs"])
+    return not names_nothing(turn)
 
 
 def load_office_six(path: str | Path = OFFICE_SIX_PATH) -> list[dict[str, Any]]:

@@ -184,6 +184,10 @@ class WebMCPDriver:
         in place, as a load would show it but without one (a task's world swapped in)."""
         for url in urls:
             self.check_url(url)
+
+        def load(tab: int) -> None:
+            self.pages[tab].goto(urls[tab], wait_until="commit", timeout=READY_S * 1000)
+
         starting: list[int] = []
         for tab, url in enumerate(urls):
             page = self.pages[self._tab(tab)]
@@ -192,14 +196,14 @@ class WebMCPDriver:
             if start_over and _same_path(page.url, url) and _evaluated(page, _BEGIN_START_OVER, url):
                 starting.append(tab)
             else:
-                page.goto(url, wait_until="commit", timeout=READY_S * 1000)
+                load(tab)
         started = set()
         for tab in starting:
             self._forget(tab)
             if _evaluated(self.pages[tab], _END_START_OVER) is True:
                 started.add(tab)
             else:                                                          # it could not: load it
-                self.pages[tab].goto(urls[tab], wait_until="commit", timeout=READY_S * 1000)
+                load(tab)
         for tab in range(len(urls)):
             if tab not in started:       # a tab that started over is drawn: its document never left
                 self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
@@ -311,14 +315,19 @@ def _evaluated(page: Any, script: str, *arg: Any) -> Any:
         return False
 
 
+def _document(url: str) -> str:
+    """The URL but its #fragment: what a load fetches."""
+    return url.split("#", 1)[0]
+
+
 def _same_path(now: str, wanted: str) -> bool:
     """The same page (scheme, host and path), whatever its query and #fragment."""
-    return now.split("#", 1)[0].split("?", 1)[0] == wanted.split("#", 1)[0].split("?", 1)[0]
+    return _document(now).split("?", 1)[0] == _document(wanted).split("?", 1)[0]
 
 
 def _moved(now: str, before: str) -> bool:
     """A navigation to another document: a change of the URL beyond its #fragment."""
-    return now.split("#", 1)[0] != before.split("#", 1)[0]
+    return _document(now) != _document(before)
 
 
 class PageToolsOf:
