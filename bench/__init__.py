@@ -7,6 +7,7 @@ sentence. Speed and quality targets live here, never in timed unit tests.
     python -m bench fused --model models/sprout-bd       the fused agent step
     python -m bench api --url URL --model NAME           load on an OpenAI-compatible server
     python -m bench kernels [--device cpu|cuda]          the kernels at Sprout's shapes
+    python -m bench train [--twins ar bd] [--steps 200]  training speed, fast path against the old one
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import importlib
 import sys
 
 COMMANDS = {"agent": "bench.agent", "decode": "bench.decode", "fuzz": "bench.fuzz", "fused": "bench.fused",
-            "api": "bench.api", "kernels": "bench.kernels"}
+            "api": "bench.api", "kernels": "bench.kernels",
+            "train": "bench.train"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,19 +50,17 @@ class GatedDeltaLayer(nn.Module):
         self.block_logit_scale = nn.Parameter(torch.full((cfg.num_heads,), math.log(cfg.head_dim**0.5)))
         self.hist_bias = nn.Parameter(torch.zeros(cfg.num_heads))
         self.hist_lambda = nn.Parameter(torch.ones(cfg.num_heads))
+        # the conv in training: "depthwise" (F.conv1d), or "shifted", the form decoding uses
+        # (bench/train.py times the two)
+        self.train_conv = "depthwise"
 
     def _conv(self, mix: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
-        """Causal depthwise conv. mix (..., n, ch), tail (..., conv-1, ch) -> (..., n, ch), SiLU.
-        out_t = sum_j w_j * full_{t+j} over the conv window, written as shifted multiply-adds:
-        for these sizes that is several times faster on CPU than F.conv1d (the reference in the
-        tests), above all for the few-token inputs of decoding."""
+        """Causal depthwise conv with SiLU: mix (..., n, ch) after tail (..., conv-1, ch) -> (..., n, ch).
+        Training takes `conv_depthwise` (one kernel, forward and backward); decoding, whose inputs
+        are a few tokens, takes `conv_shifted`. The two agree (tests/sprout)."""
         full = torch.cat([tail, mix], dim=-2)                     # (..., conv-1+n, ch)
-        width, n = self.conv.shape[1], mix.shape[-2]
-        out = full[..., 0:n, :] * self.conv[:, 0]
-        for j in range(1, width):
-            out = out + full[..., j:j + n, :] * self.conv[:, j]
-        return F.silu(out)
-
+        training = self.training and torch.is_grad_enabled() and self.train_conv == "depthwise"
+        return F.silu((conv_depthwise if training else conv_shifted)(full, self.conv))
     def _features(self, x: torch.Tensor, tail: torch.Tensor):
         mix = self.qkv(x)                                          # (..., n, 3*H*K) pre-conv
         *lead, n, _ = mix.shape
@@ -171,6 +169,29 @@ class GatedDeltaLayer(nn.Module):
                                            tail, past)
         o_noisy = self._noisy_heads(q[:, None, n:], k[:, None, n:], v[:, None, n:], self.context(state))
         return self._output(torch.cat([o_clean, o_noisy[:, 0]], 1), x), state
+
+
+def conv_shifted(full: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """out_t = sum_j w_j * full_{t+j}: full (..., n+width-1, ch), weight (ch, width) -> (..., n, ch).
+    Written as `width` shifted multiply-adds, several times faster than F.conv1d on CPU for the
+    few-token inputs of decoding. In backward each shifted slice gets a zero-filled gradient of
+    the whole of `full`, which made a quarter of a BD training step (models/README.md)."""
+    width = weight.shape[1]
+    n = full.shape[-2] - width + 1
+    out = full[..., 0:n, :] * weight[:, 0]
+    for j in range(1, width):
+        out = out + full[..., j:j + n, :] * weight[:, j]
+    return out
+
+
+def conv_depthwise(full: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The same sum as `conv_shifted` as one depthwise F.conv1d (a cross-correlation, so the
+    taps keep their order): its backward is one kernel per input, with no per-tap buffers."""
+    *lead, length, ch = full.shape
+    width = weight.shape[1]
+    x = full.reshape(-1, length, ch).transpose(1, 2)                   # (N, ch, n+width-1)
+    out = F.conv1d(x, weight[:, None, :], groups=ch)                   # (N, ch, n)
+    return out.transpose(1, 2).reshape(*lead, length - width + 1, ch)
 
 
 def _chunk_of(starts: torch.Tensor, num_states: int) -> tuple[torch.Tensor, torch.Tensor]:

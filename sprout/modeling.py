@@ -118,12 +118,16 @@ class SproutModel(PreTrainedModel):
     # ---- noisy stream -------------------------------------------------------------------
     def _noisy(self, ids: torch.Tensor, starts: torch.Tensor, ctx: Context) -> torch.Tensor:
         """ids (B, NB, C) noisy blocks starting at `starts` (B, NB) -> logits (B, NB, C, V)."""
+        return self.logits(self._noisy_hidden(ids, starts, ctx))
+
+    def _noisy_hidden(self, ids: torch.Tensor, starts: torch.Tensor, ctx: Context) -> torch.Tensor:
+        """ids (B, NB, C) noisy blocks starting at `starts` (B, NB) -> hidden states (B, NB, C, d)."""
         C = ids.shape[-1]
         pos = starts[..., None] + torch.arange(C, device=ids.device)       # (B, NB, C)
         x = self.embed(ids)
         for block, layer_ctx in zip(self.blocks, ctx.layers):
             x = block.noisy(x, pos, layer_ctx)
-        return self.logits(x)
+        return x
 
     def bd_logits(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
         """The vectorised BD training pass. clean_ids (B, T); noisy_ids (B, NB, C) with block j
@@ -133,13 +137,21 @@ class SproutModel(PreTrainedModel):
     def bd_forward(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
         """bd_logits plus the clean stream's hidden states (B, T, d), which are the AR twin's
         pass over the same ids (so a next-token loss on them costs only the output head)."""
+        noisy_h, clean_h = self.bd_hidden(clean_ids, noisy_ids, starts)
+        return self.logits(noisy_h), clean_h
+
+    def bd_hidden(self, clean_ids: torch.Tensor, noisy_ids: torch.Tensor, starts: torch.Tensor):
+        """The BD training pass up to the output head: the hidden state each noisy token's logits
+        are read from (B, NB, C, d), shift applied, and the clean stream's (B, T, d). The head is
+        row-wise, so shifting hidden states equals shifting logits; training then runs the head
+        only on the rows that carry a target (training/losses.py)."""
         clean_h, cache = self.clean(clean_ids, keep_features=True)
         ctx = Context(tuple(block.mixer.context(state, starts) for block, state in zip(self.blocks, cache.layers)))
-        logits = self._noisy(noisy_ids, starts, ctx)
+        noisy_h = self._noisy_hidden(noisy_ids, starts, ctx)
         if self.config.logit_shift:
             before = torch.gather(clean_h, 1, (starts - 1).clamp(min=0)[..., None].expand(-1, -1, clean_h.shape[-1]))
-            logits = shift_block_logits(self.logits(before), logits)   # (B, NB, V) first tokens
-        return logits, clean_h
+            noisy_h = shift_block_logits(before, noisy_h)   # (B, NB, d) first tokens
+        return noisy_h, clean_h
 
     # ---- inference: prefill / denoise / commit ------------------------------------------
     def prefill(self, ids: torch.Tensor) -> tuple[SproutCache, torch.Tensor]:
@@ -189,7 +201,8 @@ class SproutModel(PreTrainedModel):
 
 
 def shift_block_logits(first: torch.Tensor, noisy: torch.Tensor) -> torch.Tensor:
-    """first (B, NB, V) for each block's token 0; noisy (B, NB, C, V) position outputs.
+    """first (B, NB, V) for each block's token 0; noisy (B, NB, C, V) position outputs (or the
+    hidden states they are read from, V = d).
     Token i >= 1 takes the output of position i-1; the last position's output is not used."""
     return torch.cat([first[:, :, None], noisy[:, :, :-1]], dim=2)
 

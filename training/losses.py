@@ -4,6 +4,7 @@ chooses checkpoints. The read-out losses they add are training/readout.py's."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 
@@ -13,24 +14,52 @@ import torch.nn.functional as F
 from sprout.modeling import SproutModel
 from training.data import Example, ar_batch, ar_weights, bd_batch, buckets
 
+# Which rows go through the output head in training: "targets" (the fast path) or "all", the
+# way training ran before (bench/train.py times the two; tests/training checks they agree).
+HEAD_ROWS = {"rows": "targets"}
 
-def next_token_loss(logits: torch.Tensor, batch: list[Example], targets: torch.Tensor,
+
+@contextlib.contextmanager
+def head_rows(rows: str):
+    """Run the output head on `rows` ("targets" or "all") inside the block."""
+    if rows not in ("targets", "all"):
+        raise ValueError(f"head rows must be 'targets' or 'all', not {rows!r}.")
+    before, HEAD_ROWS["rows"] = HEAD_ROWS["rows"], rows
+    try:
+        yield
+    finally:
+        HEAD_ROWS["rows"] = before
+
+
+def targets_ce(model: SproutModel, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """CE of each target position: hidden (..., d), targets (...) with -100 where there is none
+    -> (M,) for the M positions that have one, in row-major order. Only those rows go through the
+    output head: about half of a BD batch's rows carry a target (models/README.md)."""
+    has = targets != -100
+    if HEAD_ROWS["rows"] == "all":
+        logits = model.logits(hidden)[has]                                # (..., V) -> (M, V)
+    else:
+        logits = model.logits(hidden[has])                                # (M, V)
+    return F.cross_entropy(logits.float(), targets[has], reduction="none")
+
+
+def next_token_loss(model: SproutModel, hidden: torch.Tensor, batch: list[Example], targets: torch.Tensor,
                     focus_weight: float = 1.0, decision_weight: float = 1.0) -> torch.Tensor:
-    """Mean CE over assistant targets (B, T), focus tokens counted focus_weight times and
-    decision tokens decision_weight times."""
-    if focus_weight == 1.0 and decision_weight == 1.0:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
-    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="none")
-    weights = ar_weights(batch, targets.shape[1], focus_weight, decision_weight).to(ce.device).flatten()
-    return (ce * weights).sum() / max(int((targets != -100).sum()), 1)
+    """Mean CE over assistant targets (B, T) from the clean stream's hidden states (B, T, d),
+    focus tokens counted focus_weight times and decision tokens decision_weight times."""
+    ce = targets_ce(model, hidden, targets)
+    if focus_weight != 1.0 or decision_weight != 1.0:
+        weights = ar_weights(batch, targets.shape[1], focus_weight, decision_weight).to(ce.device)
+        ce = ce * weights[targets != -100]
+    return ce.sum() / max(ce.numel(), 1)
 
 
 def loss_ar(model: SproutModel, batch: list[Example], ids: dict[str, int],
             focus_weight: float = 1.0, decision_weight: float = 1.0) -> tuple[torch.Tensor, int]:
     x, targets = (t.to(model.device) for t in ar_batch(batch, ids["pad"]))
-    logits = model(x)                                                     # (B, T, V)
+    hidden, _ = model.clean(x)                                            # (B, T, d)
     n_targets = int((targets != -100).sum())
-    return next_token_loss(logits, batch, targets, focus_weight, decision_weight), n_targets
+    return next_token_loss(model, hidden, batch, targets, focus_weight, decision_weight), n_targets
 
 
 def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block: int,
@@ -50,14 +79,14 @@ def loss_bd(model: SproutModel, batch: list[Example], ids: dict[str, int], block
                                             for name in ("clean", "noisy", "starts", "targets", "weights")})
     if on_blocks is not None:
         on_blocks(blocks.starts)
-    logits, clean_h = model.bd_forward(blocks.clean, blocks.noisy, blocks.starts)        # (B, NB, C, V), (B, T, d)
-    ce = F.cross_entropy(logits.flatten(0, 2), blocks.targets.flatten(), ignore_index=-100, reduction="none")
+    noisy_h, clean_h = model.bd_hidden(blocks.clean, blocks.noisy, blocks.starts)   # (B, NB, C, d), (B, T, d)
+    ce = targets_ce(model, noisy_h, blocks.targets)                                 # (M,) masked tokens
     # ELBO of masked diffusion: CE on masked tokens weighted 1/t (1 for complementary pairs),
     # averaged over block tokens
-    loss = (ce * blocks.weights.flatten()).sum() / max(blocks.n_tokens, 1)
+    loss = (ce * blocks.weights[blocks.targets != -100]).sum() / max(blocks.n_tokens, 1)
     if ar_weight:
         ar_targets = ar_batch(batch, ids["pad"])[1].to(model.device)
-        loss = loss + ar_weight * next_token_loss(model.logits(clean_h), batch, ar_targets, focus_weight,
+        loss = loss + ar_weight * next_token_loss(model, clean_h, batch, ar_targets, focus_weight,
                                                   decision_weight)
     return loss, int((blocks.targets != -100).sum())
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from sprout.config import SproutConfig, preset_config
 from sprout.modeling import SproutModel
 from sprout.tokenizer import EOS, MASK, PAD, load_tokenizer, train_tokenizer
+from training import precision as precisions
 from training.checkpoints import atomic_torch_save, save_model_folder
 from training.data import Example, buckets, encode_texts
 from training.evaluate import agent_eval
@@ -116,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--conv-size", type=int, default=None,
                    help="with --init-from: widen the G layers' short conv to this many tokens (new taps zero)")
     cli.add_argument("--threads", type=int, default=None)
+    cli.add_argument("--precision", choices=precisions.PRECISIONS, default="auto",
+                   help="matrix products in bf16 (autocast, fp32 master weights) or fp32; auto takes bf16 where "
+                        "the device has bf16 matrix units (training/precision.py)")
     cli.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
     cli.add_argument("--seed", type=int, default=0)
     cli.add_argument("--select", choices=("best", "last"), default="best",
@@ -208,6 +212,8 @@ class TrainingRun:
             groups.append({"params": list(self.readout.parameters()), "weight_decay": 0.0,
                            "lr_scale": READOUT_LR_SCALE})
         self.opt = torch.optim.AdamW(groups, lr=hparams["lr"], betas=(0.9, 0.95))
+        self.device = device
+        self.precision = precisions.choose(args.precision, device)
         self.step, self.best, self.tokens_seen, self.seconds_before = 0, None, 0, 0.0
         self.resume(device)
         self.examples = encode_texts(texts, tokenizer, untrained)
@@ -260,7 +266,8 @@ class TrainingRun:
     def losses(self, batch: list[Example]) -> tuple[torch.Tensor, int, torch.Tensor | None, torch.Tensor | None]:
         """The twin's loss and target count, and the read-out losses when they are on."""
         args, readout = self.args, self.readout
-        with readout.capture(self.model) if readout is not None else contextlib.nullcontext():
+        with (readout.capture(self.model) if readout is not None else contextlib.nullcontext(),
+              precisions.autocast(self.precision, self.device)):
             if args.twin == "ar":
                 loss, targets = loss_ar(self.model, batch, self.ids, args.focus_weight, args.decision_weight)
             else:
@@ -332,8 +339,11 @@ class TrainingRun:
         """Batches from length buckets until the step or time budget is spent; a log line every
         50 steps, an evaluation every eval_every, the state saved every save_min minutes."""
         hparams = self.hparams
-        print(f"{self.args.twin} twin, {self.n_params / 1e6:.2f} M params, {len(self.examples)} transcripts",
-              file=sys.stderr)
+        where = precisions.cpu_name() if self.device.type == "cpu" else torch.cuda.get_device_name(self.device)
+        print(f"{self.args.twin} twin, {self.n_params / 1e6:.2f} M params, {len(self.examples)} transcripts; "
+              f"{where}, {torch.get_num_threads()} thread(s); {self.precision.reason}", file=sys.stderr)
+        self.log({"step": self.step, "start": True, "device": where, "threads": torch.get_num_threads(),
+                  "precision": self.precision.name, "precision_reason": self.precision.reason})
         bar = tqdm(total=hparams["max_steps"], initial=self.step, desc=f"sprout-{self.args.twin}", file=sys.stderr,
                    mininterval=5)
         self.model.train()

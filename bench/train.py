@@ -1,0 +1,145 @@
+"""Training speed of both Sprout twins: today's fast path against the path training used before,
+from the same weights on the same batches, in one run.
+
+    python -m bench train [--twins ar bd] [--steps 200] [--threads 1] [--json]
+
+The paths:
+- before: the G layers' conv as shifted multiply-adds (each tap's backward zero-fills a gradient
+  of its whole input), the output head over every row, fp32;
+- fast: the conv as one depthwise F.conv1d, the head only over rows that carry a target, and
+  bf16 autocast where the CPU has bf16 matrix units (training/precision.py; fp32 elsewhere).
+Each path starts from the shipped weights (models/sprout-<twin>) with a fresh AdamW and the
+same seeded noise, and runs the same N batches. tokens/s counts every token of a batch (the AR
+twin's and the BD twin's clean stream alike) over the process's CPU time, which another busy
+process on the machine disturbs far less than wall time (both are printed); the loss compared is
+the mean of the last tenth of the steps, and a held batch's loss after the last step in fp32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from sprout.modeling import SproutModel
+from sprout.tokenizer import EOS, MASK, PAD, load_tokenizer
+from training import precision as precisions
+from training.data import buckets, encode_texts
+from training.losses import head_rows, loss_ar, loss_bd
+from training.train import param_groups, read_corpus
+
+PATHS = {   # name -> (conv in training, output head rows, precision)
+    "before": ("shifted", "all", "fp32"),
+    "fast": ("depthwise", "targets", "auto"),
+}
+
+
+def build_batches(corpus: Path, tokenizer, max_tokens: int, steps: int, seed: int):
+    texts, untrained = read_corpus(corpus)
+    examples = encode_texts(texts, tokenizer, untrained)
+    batches = buckets(examples, max_tokens, random.Random(seed))
+    if len(batches) < steps + 1:
+        raise SystemExit(f"error: {corpus} gives {len(batches)} batches of {max_tokens} tokens; "
+                         f"--steps {steps} needs {steps + 1}. Use a larger corpus or fewer steps.")
+    return batches[:steps], batches[steps]
+
+
+def run_path(twin: str, path: str, model: SproutModel, batches, held, ids, lr: float, seed: int) -> dict:
+    conv, rows, requested = PATHS[path]
+    model = copy.deepcopy(model).train()
+    for block in model.blocks:
+        if hasattr(block.mixer, "train_conv"):
+            block.mixer.train_conv = conv
+    device = torch.device("cpu")
+    chosen = precisions.choose(requested, device)
+    opt = torch.optim.AdamW(param_groups(model, 0.1), lr=lr, betas=(0.9, 0.95))
+    gen = torch.Generator().manual_seed(seed)
+    sizes = model.config.block_sizes
+
+    def loss_of(batch):
+        if twin == "ar":
+            return loss_ar(model, batch, ids)[0]
+        block = sizes[int(torch.randint(len(sizes), (1,), generator=gen))]
+        return loss_bd(model, batch, ids, block, gen, complementary=True, ar_weight=0.5)[0]
+
+    losses, tokens = [], 0
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with head_rows(rows):
+        for batch in batches:
+            with precisions.autocast(chosen, device):
+                loss = loss_of(batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(loss.item())
+            tokens += sum(len(ex.ids) for ex in batch)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    model.eval()
+    with torch.no_grad():
+        gen.manual_seed(seed + 1)
+        held_loss = loss_of(held).item()
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"twin": twin, "path": path, "conv": conv, "head_rows": rows, "precision": chosen.name,
+            "steps": len(batches), "tokens": tokens, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
+            "tokens_per_cpu_s": round(tokens / cpu, 1), "tokens_per_wall_s": round(tokens / wall, 1),
+            "loss_last_tenth": round(statistics.mean(tail), 4), "held_loss": round(held_loss, 4)}
+
+
+def table(report: dict) -> str:
+    lines = [f"CPU: {report['cpu']} ({report['precision_reason']}), {report['threads']} thread(s)", "",
+             f"{'twin':4} {'path':7} {'prec':5} {'tokens/cpu-s':>12} {'tokens/wall-s':>13} "
+             f"{'loss (last 10%)':>15} {'held loss':>9}"]
+    for r in report["runs"]:
+        lines.append(f"{r['twin']:4} {r['path']:7} {r['precision']:5} {r['tokens_per_cpu_s']:12.0f} "
+                     f"{r['tokens_per_wall_s']:13.0f} {r['loss_last_tenth']:15.4f} {r['held_loss']:9.4f}")
+    lines.append("")
+    for twin, ratio in report["speedup"].items():
+        lines.append(f"{twin}: fast / before = {ratio['cpu']:.2f}x by CPU time ({ratio['wall']:.2f}x by wall time), "
+                     f"loss change {ratio['loss_change_pct']:+.2f} %")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = argparse.ArgumentParser(prog="python -m bench train", description=__doc__.split("\n\n")[0])
+    cli.add_argument("--twins", nargs="+", choices=("ar", "bd"), default=["ar", "bd"])
+    cli.add_argument("--steps", type=int, default=200)
+    cli.add_argument("--threads", type=int, default=1)
+    cli.add_argument("--max-tokens", type=int, default=4096, help="tokens per batch (the CPU recipe's)")
+    cli.add_argument("--lr", type=float, default=3e-4)
+    cli.add_argument("--corpus", default="data/corpus-train-v9.jsonl",
+                     help="transcripts (python -m training.corpus makes them)")
+    cli.add_argument("--models", default="models", help="folder holding sprout-ar and sprout-bd")
+    cli.add_argument("--seed", type=int, default=0)
+    cli.add_argument("--json", action="store_true")
+    args = cli.parse_args(argv)
+    corpus = Path(args.corpus)
+    if not corpus.exists():
+        print(f"error: no corpus at {corpus}; make one with python -m training.corpus (see its --help).",
+              file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    tokenizer = load_tokenizer(Path(args.models) / "sprout-bd")
+    ids = {"eos": tokenizer.convert_tokens_to_ids(EOS), "pad": tokenizer.convert_tokens_to_ids(PAD),
+           "mask": tokenizer.convert_tokens_to_ids(MASK)}
+    batches, held = build_batches(corpus, tokenizer, args.max_tokens, args.steps, args.seed)
+    chosen = precisions.choose("auto", torch.device("cpu"))
+    report = {"cpu": precisions.cpu_name(), "precision_reason": chosen.reason, "threads": args.threads,
+              "steps": args.steps, "max_tokens": args.max_tokens, "corpus": corpus.name, "runs": [], "speedup": {}}
+    for twin in args.twins:
+        model = SproutModel.from_pretrained(Path(args.models) / f"sprout-{twin}", dtype=torch.float32)
+        before, fast = (run_path(twin, path, model, batches, held, ids, args.lr, args.seed) for path in PATHS)
+        report["runs"] += [before, fast]
+        report["speedup"][twin] = {
+            "cpu": round(fast["tokens_per_cpu_s"] / before["tokens_per_cpu_s"], 3),
+            "wall": round(fast["tokens_per_wall_s"] / before["tokens_per_wall_s"], 3),
+            "loss_change_pct": round(100 * (fast["loss_last_tenth"] / before["loss_last_tenth"] - 1), 3)}
+    print(json.dumps(report, indent=2) if args.json else table(report))
+    return 0

@@ -1,0 +1,126 @@
+"""The fast training path equals the path it replaced: the depthwise conv and the shifted one
+(outputs and gradients), the output head on target rows and on every row (losses and gradients
+of a whole BD and AR step), and the precision a run picks from the CPU's flags."""
+
+import pytest
+import torch
+
+from sprout.delta_layer import conv_depthwise, conv_shifted
+from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
+from training import precision
+from training.data import encode_texts
+from training.losses import head_rows, loss_ar, loss_bd
+
+
+@pytest.mark.parametrize("lead", [(3,), (2, 5)], ids=["clean-stream", "noisy-blocks"])
+@pytest.mark.parametrize("width", [4, 12])
+def test_depthwise_conv_equals_the_shifted_conv_outputs_and_gradients(lead, width):
+    gen = torch.Generator().manual_seed(width)
+    ch, n = 24, 16
+    full = torch.randn(*lead, n + width - 1, ch, generator=gen, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(ch, width, generator=gen, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(*lead, n, ch, generator=gen, dtype=torch.float64)
+    results = []
+    for conv in (conv_shifted, conv_depthwise):
+        out = conv(full, weight)
+        grads = torch.autograd.grad(out, (full, weight), grad_out)
+        results.append((out, *grads))
+    for want, got in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_the_layer_takes_the_depthwise_conv_only_when_training_with_gradients(monkeypatch):
+    import sprout.delta_layer as delta_layer
+
+    used = []
+    for name in ("conv_shifted", "conv_depthwise"):
+        real = getattr(delta_layer, name)
+        monkeypatch.setattr(delta_layer, name, lambda full, w, real=real, name=name: used.append(name) or real(full, w))
+    model = tiny_sprout(causal=False)
+    layer = model.blocks[0].mixer
+    mix = torch.randn(2, 6, layer.conv.shape[0])
+    tail = layer.empty_tail((2,), mix)
+    model.train()
+    layer._conv(mix, tail)
+    with torch.no_grad():
+        layer._conv(mix, tail)                     # validation inside a training run
+    model.eval()
+    layer._conv(mix, tail)                         # decoding
+    model.train()
+    layer.train_conv = "shifted"
+    layer._conv(mix, tail)                         # the old path, for bench/train.py
+    assert used == ["conv_depthwise", "conv_shifted", "conv_shifted", "conv_shifted"]
+
+
+def _step_grads(model, step):
+    model.zero_grad(set_to_none=True)
+    loss = step()
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("twin", ["ar", "bd"])
+def test_the_head_on_target_rows_gives_the_loss_and_gradients_of_the_head_on_every_row(twin):
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    batch = encode_texts(list(corpus_texts()[:4]), tok)
+    model = tiny_sprout(causal=twin == "ar").train()
+    for block in model.blocks:          # both runs on the same conv, so only the head differs
+        if hasattr(block.mixer, "train_conv"):
+            block.mixer.train_conv = "shifted"
+
+    def step():
+        if twin == "ar":
+            return loss_ar(model, batch, ids, focus_weight=3.0, decision_weight=2.0)[0]
+        return loss_bd(model, batch, ids, 8, torch.Generator().manual_seed(1), complementary=True,
+                       ar_weight=0.5, focus_weight=3.0)[0]
+
+    with head_rows("all"):
+        want_loss, want = _step_grads(model, step)
+    got_loss, got = _step_grads(model, step)
+    torch.testing.assert_close(got_loss, want_loss, rtol=1e-5, atol=1e-6)
+    assert want.keys() == got.keys() and want
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_head_rows_refuses_an_unknown_choice():
+    with pytest.raises(ValueError, match="targets"), head_rows("some"):
+        pass
+
+
+AMD = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2 fma\n"
+XEON = "model name\t: Intel(R) Xeon(R)\nflags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+AVX512_BF16 = "flags\t\t: avx2 avx512f avx512_bf16\n"
+
+
+@pytest.mark.parametrize("cpuinfo, requested, want", [
+    (XEON, "auto", torch.bfloat16),
+    (AMD, "auto", torch.float32),
+    (AVX512_BF16, "auto", torch.float32),
+    (AMD, "bf16", torch.bfloat16),
+    (XEON, "fp32", torch.float32),
+], ids=["amx-auto", "no-units-auto", "avx512bf16-auto", "forced-bf16", "forced-fp32"])
+def test_the_precision_follows_the_cpus_bf16_matrix_units(cpuinfo, requested, want):
+    chosen = precision.choose(requested, torch.device("cpu"), precision.cpu_flags(cpuinfo))
+    assert chosen.dtype == want
+    assert chosen.reason
+
+
+def test_the_cpu_is_named_and_an_unknown_precision_is_a_sentence():
+    assert precision.cpu_name(AMD) == "AMD EPYC"
+    with pytest.raises(ValueError, match="choose one of auto, bf16, fp32"):
+        precision.choose("fp8", torch.device("cpu"))
+
+
+def test_a_bf16_autocast_step_keeps_fp32_master_weights():
+    tok = tiny_tokenizer()
+    model = tiny_sprout(causal=True).train()
+    batch = encode_texts(list(corpus_texts()[:2]), tok)
+    chosen = precision.choose("bf16", torch.device("cpu"))
+    with precision.autocast(chosen, torch.device("cpu")):
+        loss, _ = loss_ar(model, batch, special_ids(tok))
+    loss.backward()
+    assert all(p.dtype == torch.float32 and (p.grad is None or p.grad.dtype == torch.float32)
+               for p in model.parameters())
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
