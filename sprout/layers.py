@@ -91,17 +91,15 @@ class AttentionLayer(nn.Module):
         return self.out(self._noisy_heads(*self._qkv(x, pos), ctx))
 
     def _noisy_heads(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
-        """q, k, v (B, NB, C, H, D) of noisy blocks -> heads' output (B, NB, C, H*D)."""
+        """q, k, v (B, NB, C, H, D) of noisy blocks -> heads' output (B, NB, C, H*D). Training
+        (several blocks, `ctx.allowed` set) takes `_blocks_attention`; decoding's one block
+        attends to the whole cache and itself in one SDPA call."""
+        if ctx.allowed is not None:
+            return _blocks_attention(q, k, v, ctx)
         B, NB, C = q.shape[:3]
         q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in (q, k, v))
-        keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+NB*C, D)
-        mask = None
-        if ctx.allowed is not None:
-            to_clean = ctx.allowed.repeat_interleave(C, dim=1)                      # (B, NB*C, T)
-            block_of = torch.arange(NB, device=q.device).repeat_interleave(C)
-            to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)   # same block only
-            mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                   # (B, 1, NB*C, T+NB*C)
-        o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+C, D)
+        o = F.scaled_dot_product_attention(q, keys, values)
         return o.transpose(1, 2).reshape(B, NB, C, -1)
 
     def clean_then_noisy(self, x: torch.Tensor, pos: torch.Tensor, n: int,
@@ -112,3 +110,38 @@ class AttentionLayer(nn.Module):
         o_clean, state = self._clean_heads(q[:, :n], k[:, :n], v[:, :n], past)
         o_noisy = self._noisy_heads(q[:, None, n:], k[:, None, n:], v[:, None, n:], self.context(state))
         return self.out(torch.cat([o_clean, o_noisy[:, 0]], 1)), state
+
+
+def _blocks_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
+    """Each noisy block attends to the clean positions before its start and to its own C tokens:
+    q, k, v (B, NB, C, H, D) -> (B, NB, C, H*D). One softmax over both sets of logits, but the
+    block part is computed per block, (C x C), not as a dense (NB*C x NB*C) product of which
+    all but one diagonal block is masked: at NB = 36 that cut an A layer's noisy attention, forward
+    and backward, from 1.35 to 0.77 CPU-s on one thread (models/README.md). The dense masked
+    form, `blocks_attention_dense`, is the reference (tests/sprout)."""
+    B, NB, C, H, D = q.shape
+    T = ctx.keys.shape[2]
+    scale = D**-0.5
+    q_rows = q.reshape(B, NB * C, H, D).transpose(1, 2)                        # (B, H, NB*C, D)
+    to_clean = q_rows @ ctx.keys.transpose(-1, -2) * scale                     # (B, H, NB*C, T)
+    to_clean = to_clean.masked_fill(~ctx.allowed.repeat_interleave(C, dim=1)[:, None], float("-inf"))
+    qb, kb, vb = (t.permute(0, 1, 3, 2, 4) for t in (q, k, v))                # (B, NB, H, C, D)
+    to_block = (qb @ kb.transpose(-1, -2) * scale).transpose(1, 2).reshape(B, H, NB * C, C)
+    p = torch.softmax(torch.cat([to_clean, to_block], -1), -1)                 # (B, H, NB*C, T+C)
+    from_block = p[..., T:].reshape(B, H, NB, C, C).transpose(1, 2) @ vb       # (B, NB, H, C, D)
+    o = p[..., :T] @ ctx.values + from_block.transpose(1, 2).reshape(B, H, NB * C, D)
+    return o.transpose(1, 2).reshape(B, NB, C, H * D)
+
+
+def blocks_attention_dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: AttentionContext) -> torch.Tensor:
+    """`_blocks_attention` as one SDPA call over the clean keys and every block's keys, with a
+    mask that keeps each block's own: the form training used before, the reference in the tests."""
+    B, NB, C, H, D = q.shape
+    q, k, v = (t.reshape(B, NB * C, H, D).transpose(1, 2) for t in (q, k, v))
+    keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+NB*C, D)
+    to_clean = ctx.allowed.repeat_interleave(C, dim=1)                          # (B, NB*C, T)
+    block_of = torch.arange(NB, device=q.device).repeat_interleave(C)
+    to_noisy = (block_of[:, None] == block_of[None, :]).expand(B, -1, -1)       # same block only
+    mask = torch.cat([to_clean, to_noisy], dim=2)[:, None]                      # (B, 1, NB*C, T+NB*C)
+    o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+    return o.transpose(1, 2).reshape(B, NB, C, -1)

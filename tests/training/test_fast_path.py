@@ -124,3 +124,24 @@ def test_a_bf16_autocast_step_keeps_fp32_master_weights():
     assert all(p.dtype == torch.float32 and (p.grad is None or p.grad.dtype == torch.float32)
                for p in model.parameters())
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
+
+
+def test_the_per_block_attention_equals_the_dense_masked_one_outputs_and_gradients():
+    from sprout.cache import AttentionContext
+    from sprout.layers import _blocks_attention, blocks_attention_dense
+
+    gen = torch.Generator().manual_seed(0)
+    B, NB, C, H, D, T = 2, 5, 4, 2, 8, 23
+    shape = (B, NB, C, H, D)
+    q, k, v = (torch.randn(*shape, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    keys, values = (torch.randn(B, H, T, D, generator=gen, dtype=torch.float64, requires_grad=True)
+                    for _ in range(2))
+    starts = torch.tensor([[0, 3, 7, 11, 20], [1, 5, 9, 13, 23]])               # a block at 0 sees no clean key
+    ctx = AttentionContext(keys, values, torch.arange(T) < starts[..., None])
+    grad_out = torch.randn(B, NB, C, H * D, generator=gen, dtype=torch.float64)
+    results = []
+    for attend in (blocks_attention_dense, _blocks_attention):
+        out = attend(q, k, v, ctx)
+        results.append((out, *torch.autograd.grad(out, (q, k, v, keys, values), grad_out)))
+    for want, got in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
