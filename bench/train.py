@@ -41,10 +41,10 @@ PATHS = {   # name -> (conv in training, output head rows, precision)
 }
 
 
-def build_batches(corpus: Path, tokenizer, max_tokens: int, steps: int, seed: int):
+def build_batches(corpus: Path, tokenizer, max_tokens: int, steps: int, seed: int, by_replies: bool):
     texts, untrained = read_corpus(corpus)
     examples = encode_texts(texts, tokenizer, untrained)
-    batches = buckets(examples, max_tokens, random.Random(seed))
+    batches = buckets(examples, max_tokens, random.Random(seed), by_replies)
     if len(batches) < steps + 1:
         raise SystemExit(f"error: {corpus} gives {len(batches)} batches of {max_tokens} tokens; "
                          f"--steps {steps} needs {steps + 1}. Use a larger corpus or fewer steps.")
@@ -129,12 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = load_tokenizer(Path(args.models) / "sprout-bd")
     ids = {"eos": tokenizer.convert_tokens_to_ids(EOS), "pad": tokenizer.convert_tokens_to_ids(PAD),
            "mask": tokenizer.convert_tokens_to_ids(MASK)}
-    batches, held = build_batches(corpus, tokenizer, args.max_tokens, args.steps, args.seed)
     chosen = precisions.choose("auto", torch.device("cpu"))
     report = {"cpu": precisions.cpu_name(), "precision_reason": chosen.reason, "threads": args.threads,
               "steps": args.steps, "max_tokens": args.max_tokens, "corpus": corpus.name, "runs": [], "speedup": {}}
     for twin in args.twins:
         model = SproutModel.from_pretrained(Path(args.models) / f"sprout-{twin}", dtype=torch.float32)
+        # the batches training.train makes for this twin (BD sorts by replies too)
+        batches, held = build_batches(corpus, tokenizer, args.max_tokens, args.steps, args.seed, twin == "bd")
         before, fast = (run_path(twin, path, model, batches, held, ids, args.lr, args.seed) for path in PATHS)
         report["runs"] += [before, fast]
         report["speedup"][twin] = {

@@ -123,15 +123,33 @@ def encode_texts(texts: list[str], tokenizer, untrained: list[list[int]] | None 
     return out
 
 
-def buckets(examples: list[Example], max_tokens: int, rng: random.Random) -> list[list[Example]]:
-    """Group length-sorted examples into batches of at most `max_tokens` padded tokens; shuffled."""
-    order = sorted(examples, key=lambda ex: len(ex.ids))
-    batches, cur = [], []
+# BD batches sort by length in steps of this many tokens, then by reply tokens (see `buckets`).
+REPLY_SORT_GRAIN = 16
+
+
+def reply_tokens(ex: Example) -> int:
+    return sum(end - start for start, end in ex.spans)
+
+
+def buckets(examples: list[Example], max_tokens: int, rng: random.Random,
+            by_replies: bool = False) -> list[list[Example]]:
+    """Group length-sorted examples into batches of at most `max_tokens` padded tokens; shuffled.
+    by_replies (the BD twin): sort by length in steps of REPLY_SORT_GRAIN tokens, then by reply
+    tokens. A BD batch pads every row to the row with most noisy blocks, and rows of one length
+    differ in how much of them is reply (a conversation against a single request): on the
+    conversation corpus the plain sort ran 2.44 rows (clean + noisy) per real token, this one 2.32
+    against a floor of 2.15 (models/README.md)."""
+    if by_replies:
+        order = sorted(examples, key=lambda ex: (len(ex.ids) // REPLY_SORT_GRAIN, reply_tokens(ex)))
+    else:
+        order = sorted(examples, key=lambda ex: len(ex.ids))
+    batches, cur, longest = [], [], 0
     for ex in order:
-        if cur and len(ex.ids) * (len(cur) + 1) > max_tokens:
+        if cur and max(longest, len(ex.ids)) * (len(cur) + 1) > max_tokens:
             batches.append(cur)
-            cur = []
+            cur, longest = [], 0
         cur.append(ex)
+        longest = max(longest, len(ex.ids))
     if cur:
         batches.append(cur)
     rng.shuffle(batches)

@@ -96,7 +96,7 @@ def validation_loss(model, examples, ids, twin, max_tokens, seed=0) -> float:
     model.eval()
     gen = torch.Generator().manual_seed(seed)
     total, count = 0.0, 0
-    for i, batch in enumerate(buckets(examples, max_tokens, random.Random(seed))):
+    for i, batch in enumerate(buckets(examples, max_tokens, random.Random(seed), by_replies=twin == "bd")):
         block = model.config.block_sizes[i % len(model.config.block_sizes)]
         loss, n_targets = loss_ar(model, batch, ids) if twin == "ar" else loss_bd(model, batch, ids, block, gen)
         total, count = total + loss.item() * n_targets, count + n_targets

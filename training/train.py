@@ -350,7 +350,7 @@ class TrainingRun:
         last_save = window_start = time.time()
         window_tokens = 0
         while not self.finished():
-            for batch in buckets(self.examples, hparams["max_tokens"], self.rng):
+            for batch in buckets(self.examples, hparams["max_tokens"], self.rng, by_replies=self.args.twin == "bd"):
                 if self.finished():
                     break
                 record = self.train_step(batch)

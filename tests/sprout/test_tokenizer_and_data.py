@@ -4,6 +4,7 @@ import json
 import random
 import re
 
+import pytest
 import torch
 from transformers import AutoTokenizer
 
@@ -65,13 +66,37 @@ def test_bd_blocks_start_at_turns_fill_with_eos_and_mask_something():
         assert (batch.targets[b, len(expected_starts):] == -100).all()     # padding blocks teach nothing
 
 
-def test_buckets_respect_the_token_budget_and_keep_every_example():
+@pytest.mark.parametrize("by_replies", [False, True], ids=["by-length", "by-replies"])
+def test_buckets_respect_the_token_budget_and_keep_every_example(by_replies):
     tok = tiny_tokenizer()
     exs = encode_texts(list(corpus_texts()), tok)
-    batches = buckets(exs, 1024, random.Random(0))
-    assert sum(len(b) for b in batches) == len(exs)
+    batches = buckets(exs, 1024, random.Random(0), by_replies)
+    assert sorted(id(e) for b in batches for e in b) == sorted(id(e) for e in exs)
     for b in batches:
         assert len(b) == 1 or max(len(e.ids) for e in b) * len(b) <= 1024
+
+
+def test_sorting_by_replies_pads_fewer_noisy_blocks():
+    """Rows of one length whose replies differ (a single request and a conversation's several
+    answers): sorted by replies, fewer padded blocks in the BD batches, the same examples."""
+    from training.data import reply_tokens
+
+    tok = tiny_tokenizer()
+    exs = encode_texts(list(corpus_texts()), tok)
+    ids = special_ids(tok)
+
+    def padded_blocks(batches):
+        gen = torch.Generator().manual_seed(0)
+        total = 0
+        for b in batches:
+            batch = bd_batch(b, 4, ids, (0.5, 1.0), gen)
+            total += batch.noisy.shape[0] * batch.noisy.shape[1] - int((batch.targets != -100).any(-1).sum())
+        return total
+
+    assert len({reply_tokens(e) for e in exs}) > 5            # the corpus has replies of many lengths
+    plain = padded_blocks(buckets(exs, 1024, random.Random(0)))
+    sorted_ = padded_blocks(buckets(exs, 1024, random.Random(0), by_replies=True))
+    assert sorted_ < plain
 
 
 def test_complementary_pairs_make_every_block_token_a_target_exactly_once():

@@ -1,0 +1,34 @@
+#!/bin/bash
+# One stage of the Sprout training campaign on this CPU (issue 49; models/README.md, "The
+# training campaign"): both twins from the last committed weights, on the same corpus, the same
+# batches and the same number of steps, so "BD >= AR" stays a fair comparison.
+#
+#     bash scripts/train_campaign.sh STAGE [MINUTES] [STEPS]
+#
+# Resumable: rerunning the same stage continues from runs/<twin>-<STAGE>/state.pt (fp32 weights,
+# optimizer, step). The BD twin runs first for MINUTES (default 120), then the AR twin for the
+# same number of steps (its steps are ~2.5x cheaper), unless STEPS fixes the count for both.
+# Each twin gets the machine's threads while it trains (run the test suite after, not beside).
+# The new weights land in runs/out/sprout-<twin>-<STAGE>; copy them over models/ only when
+# they beat the shipped ones on validation (bench agent on the conversation, office-six,
+# hand-written, phrasing and template sets), and commit weights at most twice a session.
+set -euo pipefail
+stage=${1:?give the stage name, e.g. s2}
+minutes=${2:-120}
+steps=${3:-}
+PY=${PYTHON:-.venv/bin/python}
+threads=${THREADS:-$(nproc)}
+corpus=data/corpus-train-v10.jsonl   # 60,000 single requests + 24,000 conversations (models/README.md)
+[ -f $corpus ] || $PY -m training.corpus --split train --phrasing train --n 60000 --conversations 24000 \
+  --seed 10 --out $corpus
+common=(--preset cpu --corpus $corpus --eval-every 100000 --agent-tasks 0 --select last
+        --row-colour-weight 0.1 --row-match-weight 0.1 --decision-weight 4 --threads "$threads"
+        --lr "${LR:-1.5e-4}" --warmup 20 --seed "${SEED:-12}")
+budget=(--minutes "$minutes")
+[ -n "$steps" ] && budget=(--max-steps "$steps")
+OMP_NUM_THREADS=$threads $PY -m training.train --twin bd --init-from models/sprout-bd \
+  --out runs/out/sprout-bd-$stage "${common[@]}" "${budget[@]}"
+# the AR twin: the BD twin's step count, so both saw the same tokens
+bd_steps=$($PY -c "import json; print(json.load(open('runs/out/sprout-bd-$stage/training.json'))['step'])")
+OMP_NUM_THREADS=$threads $PY -m training.train --twin ar --init-from models/sprout-ar \
+  --out runs/out/sprout-ar-$stage "${common[@]}" --max-steps "${steps:-$bd_steps}"
