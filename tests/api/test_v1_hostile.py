@@ -81,7 +81,9 @@ def test_with_the_key_a_cross_site_request_is_accepted(served):
     _ctx, options, base = served
     options.api_key = "sesame"
     try:
-        assert _post(base, "text/plain", "http://evil.example").status_code == 401
+        # refused before the route by the origin policy (app/origin_policy.py): no key, another page
+        assert _post(base, "text/plain", "http://evil.example").status_code == 403
+        assert _post(base, "application/json", None).status_code == 401
         assert _post(base, "text/plain", "http://evil.example", key="sesame").status_code == 200
         assert _post(base, "application/json", "http://evil.example", key="sesame").status_code == 200
     finally:
