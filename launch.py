@@ -49,6 +49,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a name the server answers to besides the address it listens on (a proxy's or LAN "
                         "name); repeatable. Other Host headers are refused (DNS rebinding)")
+    p.add_argument("--allow-model-paths", action="store_true",
+                   help="let requests (/v1, the pickers) name any model folder by its path, not only presets, "
+                        "folders under models/ and servers in models/servers.json (engine/model_access.py)")
+    p.add_argument("--allow-remote-urls", action="store_true",
+                   help="let requests name any openai:URL#MODEL server (it gets no API key)")
+    p.add_argument("--trust-remote-code", action="append", default=[], metavar="NAME",
+                   help="a model (preset, folder under models/, or path) whose own Python files may run when it "
+                        "loads; repeatable (otherwise a person allows it in the Models tab)")
     return p.parse_args(argv)
 
 
@@ -121,13 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     from app.ui import build_app
     from engine.backends.base import BackendError
     from engine.backends.placement import pick_device
+    from engine.model_access import ModelAccess
 
     try:
         pick_device(args.device)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    ctx = AppContext.create(args.db, model=args.model, baseline=args.baseline, device=args.device)
+    access = ModelAccess(allow_paths=args.allow_model_paths, allow_urls=args.allow_remote_urls)
+    try:
+        for name in args.trust_remote_code:
+            access.trust(name, as_operator=True)
+    except BackendError as exc:
+        print(f"error: --trust-remote-code: {exc}", file=sys.stderr)
+        return 2
+    ctx = AppContext.create(args.db, model=args.model, baseline=args.baseline, device=args.device, access=access)
     for notice in ctx.notices:
         print(f"note: {notice}", file=sys.stderr)
     from app.warmup import warm_up

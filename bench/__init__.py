@@ -7,6 +7,7 @@ sentence. Speed and quality targets live here, never in timed unit tests.
     python -m bench fused --model models/sprout-bd       the fused agent step
     python -m bench api --url URL --model NAME           load on an OpenAI-compatible server
     python -m bench kernels [--device cpu|cuda]          the kernels at Sprout's shapes
+    python -m bench hostile [--max-mb 8] [--seconds 10]  hostile JSON: scan time by size, the page under attack
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import importlib
 import sys
 
 COMMANDS = {"agent": "bench.agent", "decode": "bench.decode", "fuzz": "bench.fuzz", "fused": "bench.fused",
-            "api": "bench.api", "kernels": "bench.kernels"}
+            "api": "bench.api", "kernels": "bench.kernels", "hostile": "bench.hostile"}
 
 
 def main(argv: list[str] | None = None) -> int:
