@@ -82,6 +82,15 @@ def canonical(name: str, allow_paths: bool, allow_urls: bool) -> str:
     """A preset's name for a preset (or its hub id), a servers.json name, a folder's name for a
     folder directly under models/ however it is spelled, `openai:URL#MODEL` tidied, or (when
     allowed) the absolute path of another folder."""
+    try:
+        return _canonical(name, allow_paths, allow_urls)
+    except BackendError:
+        raise
+    except (OSError, ValueError, RuntimeError):    # a name too long, a NUL byte, ~user unknown: no such folder
+        raise _unknown(str(name), None) from None
+
+
+def _canonical(name: str, allow_paths: bool, allow_urls: bool) -> str:
     from engine import catalog
     from engine.presets import PRESETS, PRESETS_BY_NAME
 
@@ -107,15 +116,12 @@ def canonical(name: str, allow_paths: bool, allow_urls: bool) -> str:
     except BackendError:
         pass
     path = Path(key).expanduser()
-    try:
-        resolved = path.resolve()
-        if resolved.parent == root.resolve() and (resolved / "config.json").is_file():
-            return resolved.name             # models/sprout-bd/./, /abs/.../models/sprout-bd/ -> sprout-bd
-    except (OSError, RuntimeError):          # a symlink loop, a name too long
-        resolved = None
+    resolved = path.resolve()
+    if resolved.parent == root.resolve() and (resolved / "config.json").is_file():
+        return resolved.name                 # models/sprout-bd/./, /abs/.../models/sprout-bd/ -> sprout-bd
     if _plain_name(key):
         raise _unknown(key, None)
-    if not allow_paths or resolved is None:
+    if not allow_paths:
         raise _unknown(key, f"a folder outside models/; the operator may allow paths with {PATHS_FLAG}")
     return str(resolved)
 
@@ -126,7 +132,7 @@ def _plain_name(key: str) -> bool:
 
 def _unknown(key: str, why: str | None) -> BackendError:
     said = f"; it looks like {why}" if why else ""
-    return BackendError(f"There is no model {key[:120]!r} in this server's catalog (the presets, the folders "
+    return BackendError(f"There is no model '{key[:120]}' in this server's catalog (the presets, the folders "
                         f"under models/ and the servers in models/servers.json){said}.")
 
 

@@ -198,3 +198,11 @@ def test_a_lone_surrogate_is_a_400_sentence_and_stores_nothing(served, where):
     assert response.status_code == 400, response.text
     assert "lone surrogate" in response.json()["error"]["message"]
     assert len(ctx.store.list_conversations(kind="api", limit=1000)) == before
+
+
+@pytest.mark.parametrize("model", ["x" * 5000, "a\x00b", "~no-such-user-here/x", "../" * 200 + "etc", "openai:x",
+                                   "models/../../../../etc", ".", ".."])
+def test_a_strange_model_name_is_a_404_sentence(served, model):
+    response = _post(served, model)
+    assert response.status_code in (400, 404), response.text
+    assert response.json()["error"]["message"].endswith(".") and "Traceback" not in response.text
