@@ -5,20 +5,23 @@
 1. The nesting scan (engine/json_limits.py) on texts built to make a scanner work hard, from
    64 KB up to --max-mb: seconds (median of 3) and work (characters handed to C) per character,
    next to the scan it replaced on the red team's text at small sizes (it grew 4x per doubling).
-2. A served playground (no model is loaded: hostile bodies never reach one) while --senders
-   threads post hostile bodies for --seconds to /v1/chat/completions (1 MB, the body limit) and
-   /apps/api/s/ID/call (64 KB): the page `/` is fetched every 200 ms and each wait is timed.
-   Target (issue 47): no wait over 1 s.
+2. A served playground (no model is loaded: hostile bodies never reach one): the page `/` is
+   fetched every 200 ms alone for --seconds / 2, then while --senders processes post the red
+   team's unterminated string for --seconds to /v1/chat/completions (1 MB, the body limit) and
+   /apps/api/s/ID/call (64 KB), and each wait is timed. Target (issue 47): no wait over 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from typing import Any
 
@@ -64,10 +67,47 @@ def scan_rows(max_mb: float) -> list[dict[str, Any]]:
     return rows
 
 
-def _hostile_bodies() -> dict[str, bytes]:
-    head = b'{"model": "sprout-bd", "messages": [{"role": "user", "content": "'
-    return {"v1": head + b'\\"' * ((1_000_000 - len(head)) // 2 - 8),
-            "apps": b'{"name": "view_cart", "arguments": {"a": "' + b'\\"' * 32_000}
+# The senders and the poller run as processes of their own, so their Python does not share the
+# server's GIL (in one process a client thread building 1 MB bodies is what the page waits for).
+_SENDER = """
+import sys, time, httpx
+url, size, start, until = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+head = sys.argv[5].encode()
+body = head + b'\\\\"' * ((size - len(head)) // 2 - 8)
+codes = {}
+time.sleep(max(0.0, start - time.time()))
+with httpx.Client(timeout=120) as client:
+    while time.time() < until:
+        code = client.post(url, content=body, headers={"content-type": "application/json"}).status_code
+        codes[code] = codes.get(code, 0) + 1
+print(repr(codes))
+"""
+_POLLER = """
+import json, sys, time, httpx
+url, start, until, pause = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+waits = []
+time.sleep(max(0.0, start - time.time()))
+with httpx.Client(timeout=60) as client:
+    while time.time() < until:
+        started = time.perf_counter()
+        client.get(url).raise_for_status()
+        waits.append(time.perf_counter() - started)
+        time.sleep(pause)
+print(json.dumps(waits))
+"""
+
+
+STARTUP_S = 10.0          # the helper processes start (Python, httpx) before the measured window opens
+
+
+def _poll(url: str, start: float, seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", _POLLER, url, str(start), str(start + seconds), str(POLL_S)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _waits(poller: subprocess.Popen) -> dict[str, float]:
+    waits = json.loads(poller.communicate(timeout=600)[0])
+    return {"polls": len(waits), "median_s": statistics.median(waits), "max_s": max(waits)}
 
 
 def serve_rows(seconds: float, senders: int) -> dict[str, Any]:
@@ -81,43 +121,35 @@ def serve_rows(seconds: float, senders: int) -> dict[str, Any]:
     folder = tempfile.mkdtemp(prefix="dp-hostile-")
     ctx = AppContext.create(f"{folder}/sessions.db", watch=False)
     demo = build_app(ctx)
-    with __import__("socket").socket() as probe:
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     root = serve(demo, "127.0.0.1", port, block=False, ctx=ctx, api=ApiOptions()).rstrip("/")
-    bodies, stop, statuses, waits = _hostile_bodies(), threading.Event(), [], []
-    session = httpx.post(root + "/apps/api/sessions", headers={"content-type": "application/json"}).json()["session"]
-    targets = {"v1": root + "/v1/chat/completions", "apps": f"{root}/apps/api/s/{session}/call"}
-
-    def send(which: str) -> None:
-        with httpx.Client(timeout=120) as client:
-            while not stop.is_set():
-                reply = client.post(targets[which], content=bodies[which], headers={"content-type": "application/json"})
-                statuses.append((which, reply.status_code))
-
-    threads = [threading.Thread(target=send, args=("v1" if i % 2 == 0 else "apps",), daemon=True)
-               for i in range(senders)]
     try:
+        session = httpx.post(root + "/apps/api/sessions", headers={"content-type": "application/json"},
+                             timeout=60).json()["session"]
+        targets = [(root + "/v1/chat/completions", 1_000_000,
+                    '{"model": "sprout-bd", "messages": [{"role": "user", "content": "'),
+                   (f"{root}/apps/api/s/{session}/call", 64 * 1024, '{"name": "view_cart", "arguments": {"a": "')]
         httpx.get(root + "/", timeout=60)                       # warm: the first page build is not the test
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + seconds
-        with httpx.Client(timeout=60) as client:
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
-                client.get(root + "/").raise_for_status()
-                waits.append(time.perf_counter() - started)
-                time.sleep(POLL_S)
+        quiet = _waits(_poll(root + "/", time.time() + STARTUP_S, seconds / 2))   # the page alone, this machine now
+        start = time.time() + STARTUP_S
+        sending = [subprocess.Popen([sys.executable, "-c", _SENDER, targets[i % 2][0], str(targets[i % 2][1]),
+                                     str(start), str(start + seconds), targets[i % 2][2]], stdout=subprocess.PIPE,
+                                    text=True) for i in range(senders)]
+        attacked = _waits(_poll(root + "/", start + 1.0, seconds - 1.0))          # once the first bodies are in
+        answered = [ast.literal_eval(p.communicate(timeout=600)[0].strip() or "{}") for p in sending]
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=120)
         demo.close()
         ctx.close()
-    codes = sorted({f"{w} {c}" for w, c in statuses})
-    return {"page_polls": len(waits), "page_wait_max_s": max(waits), "page_wait_median_s": statistics.median(waits),
-            "hostile_requests": len(statuses), "hostile_statuses": codes, "senders": senders, "seconds": seconds,
-            "target_s": TARGET_S, "met": max(waits) <= TARGET_S}
+    statuses: dict[str, int] = {}
+    for i, codes in enumerate(answered):
+        for code, count in codes.items():
+            key = f"{'v1' if i % 2 == 0 else 'apps'} {code}"
+            statuses[key] = statuses.get(key, 0) + count
+    return {"page_alone": quiet, "page_under_attack": attacked, "hostile_statuses": statuses,
+            "hostile_requests": sum(statuses.values()), "senders": senders, "seconds": seconds,
+            "target_s": TARGET_S, "met": attacked["max_s"] <= TARGET_S}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,8 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['family']:32} {row['chars']:>10,} {row['seconds']:>9.4f} {work:>9}")
     if "server" in report:
         s = report["server"]
-        print(f"\nthe page under {s['senders']} senders of hostile bodies for {s['seconds']:g} s: {s['page_polls']} "
-              f"polls, wait median {s['page_wait_median_s'] * 1000:.0f} ms, max {s['page_wait_max_s'] * 1000:.0f} ms "
-              f"(target <= {TARGET_S * 1000:.0f} ms: {'met' if s['met'] else 'MISSED'}); "
-              f"{s['hostile_requests']} hostile requests answered: {', '.join(s['hostile_statuses'])}")
+        alone, attacked = s["page_alone"], s["page_under_attack"]
+        print(f"\nthe page alone: {alone['polls']} polls, wait median {alone['median_s'] * 1000:.0f} ms, max "
+              f"{alone['max_s'] * 1000:.0f} ms")
+        print(f"the page under {s['senders']} processes sending hostile bodies for {s['seconds']:g} s: "
+              f"{attacked['polls']} polls, wait median {attacked['median_s'] * 1000:.0f} ms, max "
+              f"{attacked['max_s'] * 1000:.0f} ms (target <= {TARGET_S * 1000:.0f} ms: "
+              f"{'met' if s['met'] else 'MISSED'}); {s['hostile_requests']} hostile requests answered: "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(s["hostile_statuses"].items())))
     return 0
