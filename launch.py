@@ -1,6 +1,7 @@
 """Start the Diffusion Playground: `python launch.py [--model NAME_OR_PATH] [--baseline NAME_OR_PATH]
 [--host 127.0.0.1] [--port 7860] [--db PATH] [--device auto|cpu|cuda|cuda:N] [--no-api] [--api-key KEY]
-[--no-store-api] [--allow-origin ORIGIN ...]`.
+[--no-store-api] [--allow-origin ORIGIN ...] [--allow-host NAME ...] [--allow-model-paths]
+[--allow-remote-urls] [--trust-remote-code FOLDER ...]`.
 
 The page and the OpenAI-compatible API (/v1, app/api/) are served together, on loopback unless
 --host says otherwise; another host needs an API key (--api-key or $DP_API_KEY).
@@ -43,8 +44,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-store-api", dest="store_api", action="store_false",
                    help="do not keep /v1 calls as sessions of kind 'api'")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="a web page origin (e.g. http://localhost:3000) besides the app's own that may call /v1 "
-                        "without the key; repeatable (app/cross_site.py)")
+                   help="a web page origin (e.g. http://localhost:3000) besides the app's own that may use the "
+                        "app's APIs (Gradio's, /v1, /apps) without the key; repeatable (app/origin_policy.py)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a name the server answers to besides the address it listens on (a proxy's or LAN "
+                        "name); repeatable. Other Host headers are refused (DNS rebinding)")
+    p.add_argument("--allow-model-paths", action="store_true",
+                   help="let requests (/v1, the pickers) name any model folder by its path, not only presets, "
+                        "folders under models/ and servers in models/servers.json (engine/model_access.py)")
+    p.add_argument("--allow-remote-urls", action="store_true",
+                   help="let requests name any openai:URL#MODEL server (it gets no API key)")
+    p.add_argument("--trust-remote-code", action="append", default=[], metavar="NAME",
+                   help="a model (preset, folder under models/, or path) whose own Python files may run when it "
+                        "loads; repeatable (otherwise a person allows it in the Models tab)")
     return p.parse_args(argv)
 
 
@@ -60,13 +72,19 @@ def api_refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
-def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) -> str:
+def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None, allow_hosts=(),
+          allowed_origins=()) -> str:
     """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
     (app.api.ApiOptions), /v1 is served on the same app, models and session store. The shop and
     office web apps are served at /apps/ (app/web_apps.py), on ctx's page sessions: the worlds
-    the tabs show beside their panels (app/world_page.py)."""
+    the tabs show beside their panels (app/world_page.py). Every request's Host and Origin are
+    checked first (app/origin_policy.py): `allow_hosts` are names besides `host`, and the origins
+    allowed are api.allowed_origins (read live), or `allowed_origins` without the API."""
+    from types import SimpleNamespace
+
     from app import web_apps
     from app.csp import page_middleware
+    from app.origin_policy import host_names, quiet_gradio_cors
     from app.ui import launch_kwargs
 
     demo.queue(default_concurrency_limit=4)
@@ -75,11 +93,14 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None) ->
     # /apps/ and /v1 can only be added once launch() returns; until then their requests wait
     # (app/late_routes.py) rather than meet a 404.
     mounted = threading.Event()
+    settings = api if api is not None else SimpleNamespace(allowed_origins=tuple(allowed_origins), api_key=None)
+    middleware = page_middleware(mounted, host_names(host, allow_hosts), settings)
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
-                                      run_history=False, app_kwargs={"middleware": page_middleware(mounted)},
-                                      **launch_kwargs())
+                                      run_history=False, app_kwargs={"middleware": middleware}, **launch_kwargs())
+    if not quiet_gradio_cors(server):
+        raise RuntimeError("Gradio's CORS middleware was not found; app/origin_policy.py needs updating.")
     try:
-        web_apps.mount(server, api.allowed_origins if api else (), api.api_key if api else None,
+        web_apps.mount(server, settings.allowed_origins, settings.api_key,
                        sessions=ctx.world_pages.sessions if ctx is not None else None)
         if ctx is not None:
             ctx.app_url = url            # the origin the Agent tab's browser may act on (app/page_venue.py)
@@ -108,13 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     from app.ui import build_app
     from engine.backends.base import BackendError
     from engine.backends.placement import pick_device
+    from engine.model_access import ModelAccess
 
     try:
         pick_device(args.device)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    ctx = AppContext.create(args.db, model=args.model, baseline=args.baseline, device=args.device)
+    access = ModelAccess(allow_paths=args.allow_model_paths, allow_urls=args.allow_remote_urls)
+    try:
+        for name in args.trust_remote_code:
+            access.trust(name, as_operator=True)
+    except BackendError as exc:
+        print(f"error: --trust-remote-code: {exc}", file=sys.stderr)
+        return 2
+    ctx = AppContext.create(args.db, model=args.model, baseline=args.baseline, device=args.device, access=access)
     for notice in ctx.notices:
         print(f"note: {notice}", file=sys.stderr)
     from app.warmup import warm_up
@@ -124,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         api = (ApiOptions(api_key=args.api_key, store_calls=args.store_api, allowed_origins=tuple(args.allow_origin))
                if args.api else None)
-        serve(demo, args.host, args.port, ctx=ctx, api=api)
+        serve(demo, args.host, args.port, ctx=ctx, api=api, allow_hosts=args.allow_host,
+              allowed_origins=args.allow_origin)
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port} ({exc}); pass another --port.", file=sys.stderr)
         return 2

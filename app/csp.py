@@ -100,14 +100,19 @@ class ContentSecurityPolicy:
         await self.app(scope, receive, send_with_policy)
 
 
-def page_middleware(mounted: threading.Event | None = None) -> list[Any]:
+def page_middleware(mounted: threading.Event | None = None, hosts: frozenset[str] | None = None,
+                    settings: Any = None) -> list[Any]:
     """The middleware the playground's FastAPI app is built with (Gradio's launch(app_kwargs=)).
-    With `mounted`, requests for /v1 and /apps/ wait until it is set (app/late_routes.py)."""
+    With `hosts`, the Host and Origin of every request are checked first (app/origin_policy.py;
+    `settings` has the live allowed_origins and api_key). With `mounted`, requests for /v1 and
+    /apps/ wait until it is set (app/late_routes.py)."""
     from starlette.middleware import Middleware
 
     from .api.stray_paths import StrayApiPaths
     from .late_routes import LateRoutes
+    from .origin_policy import OriginPolicy
     from .toasts import BrowserToasts
 
+    policy = [Middleware(OriginPolicy, hosts=hosts, settings=settings)] if hosts is not None else []
     late = [Middleware(LateRoutes, mounted=mounted)] if mounted is not None else []
-    return [*late, Middleware(StrayApiPaths), Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]
+    return [*policy, *late, Middleware(StrayApiPaths), Middleware(ContentSecurityPolicy), Middleware(BrowserToasts)]

@@ -20,6 +20,7 @@ from watchdog.observers import Observer
 
 from engine import catalog
 from engine.backends.base import BackendError
+from engine.model_access import ModelAccess
 from sessions import SessionStore, StoreError
 from world.webapps.sessions import WorldSessions
 
@@ -37,9 +38,11 @@ class ModelRegistry:
     """Backends by name, loaded lazily through the catalog (or handed in ready, for tests)."""
 
     def __init__(self, device: str = "auto", loader: Loader | None = None,
-                 preloaded: dict[str, Any] | None = None) -> None:
+                 preloaded: dict[str, Any] | None = None, access: ModelAccess | None = None) -> None:
         self.device = device
-        self._loader = loader or catalog.load_backend
+        # what a request may name and whose code may run (engine/model_access.py); None: anything
+        self.access = access
+        self._loader = loader or (lambda name, device: catalog.load_backend(name, device, access=self.access))
         self._preloaded = dict(preloaded or {})
         self._loaded: dict[str, Any] = {}
         self._run_locks: dict[str, threading.Lock] = {}
@@ -60,6 +63,7 @@ class ModelRegistry:
             raise BackendError("Choose a model first: the model box is empty.")
         if name in self._preloaded:
             return self._preloaded[name]
+        name = self.key(name)
         with self._lock_for(self._load_locks, name):
             if name not in self._loaded:
                 try:
@@ -74,11 +78,19 @@ class ModelRegistry:
                                        "Check its folder, or pick another model in the Models tab.") from exc
             return self._loaded[name]
 
+    def key(self, name: str) -> str:
+        """The one name of a model however it is spelled (a BackendError for a name a request may
+        not use); a handed-in backend's name as it is."""
+        name = (name or "").strip()
+        if name in self._preloaded or self.access is None:
+            return name
+        return self.access.canonical(name)
+
     @contextmanager
     def using(self, name: str, timeout_s: float = BUSY_TIMEOUT_S) -> Iterator[Any]:
         """The backend, held for one generation: a backend's cache serves one run at a time."""
         backend = self.get(name)
-        lock = self._lock_for(self._run_locks, name.strip())
+        lock = self._lock_for(self._run_locks, self.key(name))
         if not lock.acquire(timeout=timeout_s):
             raise BackendError(f"Model '{name}' is busy with another generation for more than {timeout_s:g} s; "
                                "press Stop there or try again.")
@@ -215,10 +227,14 @@ class AppContext:
     @classmethod
     def create(cls, db_path: str | Path, model: str = DEFAULT_MODEL, baseline: str = DEFAULT_BASELINE,
                device: str = "auto", preloaded: dict[str, Any] | None = None, watch: bool = True,
-               loader: Loader | None = None) -> AppContext:
+               loader: Loader | None = None, access: ModelAccess | None = None) -> AppContext:
         """Everything the app needs. Never fails for a missing model or an unusable database:
-        those become notices on the page, and the rest of the app still works."""
-        registry = ModelRegistry(device=device, loader=loader, preloaded=preloaded)
+        those become notices on the page, and the rest of the app still works. `access`: what
+        requests may name (default: the catalog only, no model's own code; `model` and `baseline`
+        are the operator's and load as given)."""
+        access = access if access is not None else ModelAccess()
+        access.add_operator(n for n in (model, baseline) if n not in (preloaded or {}))
+        registry = ModelRegistry(device=device, loader=loader, preloaded=preloaded, access=access)
         notices: list[str] = []
         store, store_problem = None, None
         try:

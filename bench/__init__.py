@@ -8,6 +8,7 @@ sentence. Speed and quality targets live here, never in timed unit tests.
     python -m bench api --url URL --model NAME           load on an OpenAI-compatible server
     python -m bench kernels [--device cpu|cuda]          the kernels at Sprout's shapes
     python -m bench train [--twins ar bd] [--steps 200]  training speed, fast path against the old one
+    python -m bench hostile [--max-mb 8] [--seconds 10]  hostile JSON: scan time by size, the page under attack
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ import importlib
 import sys
 
 COMMANDS = {"agent": "bench.agent", "decode": "bench.decode", "fuzz": "bench.fuzz", "fused": "bench.fused",
-            "api": "bench.api", "kernels": "bench.kernels",
-            "train": "bench.train"}
+            "api": "bench.api", "kernels": "bench.kernels", "train": "bench.train", "hostile": "bench.hostile"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -273,19 +273,26 @@ def _describe(preset: Preset, source: str, available: bool) -> dict[str, Any]:
         "name": preset.name, "driver": preset.driver, "kind": preset.kind, "source": source,
         "available": bool(available), "description": preset.description, "hf_id": preset.hf_id,
         "path": preset.local_path, "defaults": dict(preset.defaults), "broken": None,
+        "own_code": bool(preset.trust_remote_code),       # loading imports its own Python (engine/model_access.py)
     }
 
 
 # ---------------------------------------------------------------------------- loading
 
-def load_backend(name_or_path: str, device: str = "auto") -> Backend:
-    """A ready backend for a preset name or a model folder; a BackendError sentence otherwise."""
+def load_backend(name_or_path: str, device: str = "auto", access: Any = None) -> Backend:
+    """A ready backend for a preset name or a model folder; a BackendError sentence otherwise.
+    With `access` (engine/model_access.py ModelAccess; the app passes its own, `name_or_path`
+    already its canonical key) a model's own Python runs only if access trusts it, and an
+    `openai:` URL gets the remote key only if the operator configured that server."""
     preset = resolve(name_or_path)
     if preset.driver == "openai":
         from engine.backends import remote
 
-        return remote.load(preset.hf_id, name=preset.name, kind=preset.options.get("kind"),
-                           api_key_env=preset.options.get("api_key_env", remote.API_KEY_ENV))
+        configured = preset.name in _server_names() or access is None or access.sends_key(preset.name)
+        key_env = preset.options.get("api_key_env", remote.API_KEY_ENV) if configured else None
+        return remote.load(preset.hf_id, name=preset.name, kind=preset.options.get("kind"), api_key_env=key_env)
+    if preset.trust_remote_code and access is not None and not access.may_run_code(name_or_path):
+        raise BackendError(untrusted_code_sentence(preset))
     if preset.driver == "sprout":
         return _load_sprout(preset, device)
     if preset.driver not in DRIVERS:
@@ -298,6 +305,29 @@ def load_backend(name_or_path: str, device: str = "auto") -> Backend:
         source, label=preset.name, loader=preset.loader, trust_remote_code=preset.trust_remote_code,
         device=device, local_files_only=local_only)
     return build_backend(preset, model, tokenizer, dev)
+
+
+def _server_names() -> set[str]:
+    try:
+        return set(server_presets())
+    except BackendError:
+        return set()
+
+
+def code_folder(preset: Preset) -> Path | None:
+    """Where a model's own Python would be imported from: its folder, or its cached snapshot."""
+    if preset.local_path:
+        return Path(preset.local_path)
+    return cached_snapshot(preset.hf_id) if preset.hf_id else None
+
+
+def untrusted_code_sentence(preset: Preset) -> str:
+    from engine.model_access import TRUST_FLAG, code_files
+
+    files = code_files(code_folder(preset))
+    listed = ", ".join(files[:8]) + (" ..." if len(files) > 8 else "") if files else "the Python files its config names"
+    return (f"Model '{preset.name}' runs Python of its own when it loads ({listed}); it is loaded only once you "
+            f"allow that in the Models tab, or start the app with {TRUST_FLAG} {preset.name}.")
 
 
 def _weights_source(preset: Preset) -> tuple[str, bool]:

@@ -209,8 +209,10 @@ def read_request(body: Any, defaults_for: Any) -> ChatRequest:
                    and not (k in ("frequency_penalty", "presence_penalty") and body.get(k) == 0))
     if asked:
         raise bad_request(f"This server does not support {', '.join(asked)}.", asked[0])
-    if body.get("n") not in (None, 1):
-        raise bad_request("Only n = 1 is supported.", "n")
+    n = body.get("n")
+    if n is not None and (type(n) is not int or n != 1):     # true == 1 in Python, but it is not a count
+        raise bad_request(f"n must be the number 1 (only one answer per call is supported), not {json.dumps(n)[:20]}.",
+                          "n")
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise bad_request("model must name a model (see GET /v1/models).", "model")
@@ -233,6 +235,8 @@ def read_request(body: Any, defaults_for: Any) -> ChatRequest:
     for flag in ("stream", "diffusing"):
         if not isinstance(body.get(flag, False), bool):
             raise bad_request(f"{flag} must be true or false.", flag)
+    if not isinstance(options.get("include_usage", False), bool):
+        raise bad_request("stream_options.include_usage must be true or false.", "stream_options")
     return ChatRequest(model=model.strip(), messages=messages, config=config, stream=bool(body.get("stream")),
                        include_usage=bool(options.get("include_usage")), diffusing=bool(body.get("diffusing")),
                        tools=tools, parse_tools=parse_tools)

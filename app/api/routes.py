@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -24,6 +25,9 @@ from .protocol import ApiError, ChatRequest
 from .service import ApiOptions, ChatService, internal_error
 
 log = logging.getLogger("diffusion_playground.api")
+# bodies parsed at once, each in a worker thread: a stream of hostile bodies queues here instead of
+# taking every core and thread from the page (the scan and json.loads never run on the event loop)
+PARSING = anyio.CapacityLimiter(2)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Content-Encoding": "identity"}
 
 
@@ -55,7 +59,8 @@ async def _read_json(request: Request, limit: int) -> Any:
             raise too_big
         body += part
     try:
-        return json_limits.loads(body, "The request body", max_bytes=limit)
+        return await anyio.to_thread.run_sync(json_limits.loads, bytes(body), "The request body", limit,
+                                              limiter=PARSING)
     except json_limits.JsonLimitError as error:
         raise ApiError(400, str(error)) from None
 

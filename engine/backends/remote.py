@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ from engine.trace import ConfigError, Frame, GenerationConfig, Result
 PREFIX = "openai:"
 API_KEY_ENV = "DP_REMOTE_API_KEY"
 MASK, EOS, PAD = 0, 1, 2
+log = logging.getLogger("diffusion_playground.remote")
 CONNECT_TIMEOUT_S, READ_TIMEOUT_S = 10.0, 600.0
 
 
@@ -86,7 +88,7 @@ class RemoteBackend(Capabilities):
     mask_id = MASK
 
     def __init__(self, url: str, model: str, kind: str, name: str | None = None,
-                 api_key_env: str = API_KEY_ENV, diffusing: bool = False) -> None:
+                 api_key_env: str | None = API_KEY_ENV, diffusing: bool = False) -> None:
         self.url, self.model, self.kind = url, model, kind
         self.name = name or f"{PREFIX}{url}#{model}"
         self.api_key_env, self.diffusing = api_key_env, diffusing
@@ -113,7 +115,9 @@ class RemoteBackend(Capabilities):
 
         # openai.Timeout is the timeout type of whichever HTTP library this openai release is built on
         # (httpx before 3.6x, httpx2 after): an httpx.Timeout handed to an httpx2 client is refused.
-        return openai.OpenAI(base_url=self.url, api_key=os.environ.get(self.api_key_env) or "none", max_retries=0,
+        # no variable: a URL a request named, which gets no key (engine/model_access.py)
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return openai.OpenAI(base_url=self.url, api_key=key or "none", max_retries=0,
                              timeout=openai.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
 
     def request(self, messages: list[dict[str, str]], config: GenerationConfig,
@@ -244,6 +248,8 @@ def _sentence(error: Exception, backend: RemoteBackend) -> Exception:
     import openai
 
     where = f"{backend.url} ({backend.model})"
+    if not backend.api_key_env:               # a URL a request named: one sentence for every failure
+        return unusable(backend.url, backend.model, error)
     if isinstance(error, openai.APIConnectionError):
         return BackendError(f"Cannot reach the model server at {where}: is it running? ({type(error).__name__})")
     status = getattr(error, "status_code", None)
@@ -257,20 +263,36 @@ def _sentence(error: Exception, backend: RemoteBackend) -> Exception:
     return BackendError(f"The model server at {where} answered {status}: {message}")
 
 
-def load(spec: str, name: str | None = None, api_key_env: str = API_KEY_ENV, kind: str | None = None) -> RemoteBackend:
+def unusable(url: str, model: str, detail: Any) -> BackendError:
+    """One sentence for every way a server can fail to be a model server (nothing listens, it
+    answers with an error, it serves other models): which one goes to the log only, so an error
+    never tells an open port from a closed one."""
+    log.warning("model server %s (%s) unusable: %s", url, model, str(detail)[:300])
+    return BackendError(f"The model server at {url} could not be used for '{model}': nothing answered there as "
+                        "an OpenAI-compatible server serving that model (the details are in this server's log).")
+
+
+def load(spec: str, name: str | None = None, api_key_env: str | None = API_KEY_ENV,
+         kind: str | None = None) -> RemoteBackend:
     """Ask the server which models it serves (GET /models); a diffusion model on this
-    playground's /v1 (its listing says `kind`) streams its canvases round by round."""
+    playground's /v1 (its listing says `kind`) streams its canvases round by round. `api_key_env`
+    None: send no key (a URL a request named, engine/model_access.py)."""
     import openai
 
     url, model = parse_spec(spec)
     probe = RemoteBackend(url, model, "autoregressive", name=name or spec, api_key_env=api_key_env)
+    configured = api_key_env is not None      # a server the operator set up gets the details; a request's URL not
     try:
         rows = probe.client().models.list().data
     except openai.APIError as error:
-        raise _sentence(error, probe) from None
-    row = next((r for r in rows if r.id == model), None)
+        raise (_sentence(error, probe) if configured else unusable(url, model, error)) from None
+    except Exception as error:  # noqa: BLE001 - a reply that is not an OpenAI listing at all
+        raise unusable(url, model, f"{type(error).__name__}: {error}") from None
+    row = next((r for r in rows if getattr(r, "id", None) == model), None)
     if row is None:
-        served = ", ".join(r.id for r in rows[:12]) or "none"
+        served = ", ".join(str(getattr(r, "id", "?")) for r in rows[:12]) or "none"
+        if not configured:
+            raise unusable(url, model, f"serves {served}")
         raise BackendError(f"The server at {url} does not serve '{model}'; it serves: {served}.")
     listed = (row.model_extra or {}).get("kind")
     kind = kind or listed or "autoregressive"

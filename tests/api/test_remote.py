@@ -68,6 +68,14 @@ def test_problems_are_sentences(served):
         load(spec(served, "nope"))
     with pytest.raises(BackendError, match="Cannot reach"):
         load("openai:http://127.0.0.1:9/v1#x")
+    # a URL a request named (no key): a server that serves other models and a port where nothing
+    # listens read the same (issue 47: an error must not tell an open port from a closed one)
+    with pytest.raises(BackendError, match="could not be used for 'nope'") as open_port:
+        load(spec(served, "nope"), api_key_env=None)
+    with pytest.raises(BackendError, match="could not be used for 'nope'") as closed_port:
+        load("openai:http://127.0.0.1:9/v1#nope", api_key_env=None)
+    assert str(open_port.value).replace(served[2], "URL") == str(closed_port.value).replace("http://127.0.0.1:9/v1",
+                                                                                            "URL")
     with pytest.raises(BackendError, match="should look like"):
         resolve("openai:localhost#x")
     backend = load(spec(served, "fake-bd"))
@@ -101,6 +109,7 @@ def test_compare_races_a_remote_model_against_a_local_one(served):
     from app.compare import CompareHandlers
 
     ctx = served[0]
+    ctx.registry.access.allow_urls = True          # as --allow-remote-urls: a picker may name a URL
     handlers = CompareHandlers(ctx, updates_per_second=1e9)
     remote = spec(served, "fake-bd")
     settings = {"gen_length": 96, "block_size": 32, "steps": 8, "sampler": "low_confidence", "threshold": 0.9,

@@ -81,7 +81,9 @@ def test_with_the_key_a_cross_site_request_is_accepted(served):
     _ctx, options, base = served
     options.api_key = "sesame"
     try:
-        assert _post(base, "text/plain", "http://evil.example").status_code == 401
+        # refused before the route by the origin policy (app/origin_policy.py): no key, another page
+        assert _post(base, "text/plain", "http://evil.example").status_code == 403
+        assert _post(base, "application/json", None).status_code == 401
         assert _post(base, "text/plain", "http://evil.example", key="sesame").status_code == 200
         assert _post(base, "application/json", "http://evil.example", key="sesame").status_code == 200
     finally:
@@ -105,3 +107,55 @@ def test_absurd_settings_are_400_sentences(served, field, value):
     response = httpx.post(served[2] + "/chat/completions", content=json.dumps({**BODY, field: value}),
                           headers={"content-type": "application/json"}, timeout=30)
     assert response.status_code == 400 and "must be" in response.json()["error"]["message"]
+
+
+def _held_check(monkeypatch, module, attribute: str, what: str):
+    """Replace the body check `module.attribute` with one that, for bodies named `what`, says it
+    has started and then waits until the test has fetched the page (or 60 s): if the check ran on
+    the event loop, the page could not answer in between."""
+    import threading
+
+    real = getattr(module, attribute)
+    started, page_answered, outcome = threading.Event(), threading.Event(), []
+
+    def held(data, name, *args, **kwargs):
+        if name == what:
+            started.set()
+            outcome.append(page_answered.wait(60))
+        return real(data, name, *args, **kwargs)
+
+    monkeypatch.setattr(module, attribute, held)
+    return started, page_answered, outcome
+
+
+RED_TEAM = '"' + '\\"' * 20_000          # the unterminated string of \" pairs
+
+
+@pytest.mark.parametrize("route", ["v1", "apps"])
+def test_the_page_answers_while_a_hostile_body_is_being_checked(served, monkeypatch, route):
+    """Issue 47, finding 1, by the order of events, not a clock: a /v1 body or an /apps call is
+    checked in a worker thread, so the page is served while the check is still under way."""
+    import threading
+
+    from engine import json_limits
+    from world.webapps import server
+
+    root = served[2].rsplit("/v1", 1)[0]
+    if route == "v1":
+        started, page_answered, outcome = _held_check(monkeypatch, json_limits, "loads", "The request body")
+        url, body = served[2] + "/chat/completions", '{"model": "fake-bd", "messages": [{"role": "user", "content": ' \
+            + RED_TEAM
+    else:
+        started, page_answered, outcome = _held_check(monkeypatch, server, "loads", "The call")
+        session = httpx.post(root + "/apps/api/sessions", headers={"content-type": "application/json"}).json()
+        url, body = f"{root}/apps/api/s/{session['session']}/call", '{"name": "view_cart", "arguments": ' + RED_TEAM
+    answers = []
+    sender = threading.Thread(target=lambda: answers.append(httpx.post(
+        url, content=body, headers={"content-type": "application/json"}, timeout=120)))
+    sender.start()
+    assert started.wait(60), "the hostile body never reached its check"
+    page = httpx.get(root + "/", timeout=50)
+    page_answered.set()
+    sender.join(120)
+    assert page.status_code == 200 and outcome == [True]          # the check was still waiting when the page came
+    assert answers[0].status_code == 400 and "not valid JSON" in answers[0].text

@@ -126,7 +126,7 @@ def test_compare_streams_both_sides(app):
 @pytest.mark.parametrize("args, words", [
     (("", "fake-bd", *CHAT), "prompt is empty"),
     (("hi", "fake-bd", "", False, "world", *controls(gen_length=100, block_size=48)), "does not divide"),
-    (("hi", "nope", *CHAT), "Unknown model"),
+    (("hi", "nope", *CHAT), "There is no model 'nope'"),
 ], ids=["empty", "impossible-sliders", "unknown-model"])
 def test_bad_input_comes_back_as_a_sentence(app, args, words):
     _ctx, client = app

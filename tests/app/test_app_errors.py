@@ -56,14 +56,14 @@ def error_text(client: Client, *args, api_name: str) -> str:
 def test_unknown_model_arrives_as_plain_text(app):
     _ctx, _url, client = app
     text = error_text(client, *chat_args(client, Model="nope"), api_name="/chat")
-    assert "Unknown model 'nope'" in text
+    assert "There is no model 'nope'" in text
     assert "&#39;" not in text and "&#x27;" not in text and "&amp;" not in text
 
 
 def test_markup_in_an_error_arrives_as_typed(app):
     _ctx, _url, client = app
     text = error_text(client, "nope <b>&", api_name="/models_load")
-    assert "Unknown model 'nope <b>&'" in text
+    assert "There is no model 'nope <b>&'" in text
 
 
 def test_seed_overflow_is_a_sentence_and_stores_nothing(app):

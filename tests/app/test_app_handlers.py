@@ -22,6 +22,7 @@ from app.sessions_tab import SessionsHandlers
 from app.state import AppContext
 from app.throttle import Throttle
 from app.trace_panel import scrub_panel
+from engine.model_access import ModelAccess
 from tests.e2e.app_fakes import AR_ANSWER, XSS, fake_backends, fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
@@ -138,16 +139,17 @@ def test_empty_prompt_is_a_sentence(ctx, message):
 def test_unknown_model_is_a_sentence(ctx):
     with pytest.raises(gr.Error) as error:
         ask(ChatHandlers(ctx), "hi", model="no-such-model")
-    assert said(error).startswith("Unknown model 'no-such-model': not a preset")
+    assert said(error).startswith("There is no model 'no-such-model' in this server's catalog")
 
 
 def test_broken_model_is_a_sentence_and_the_message_is_escaped(tmp_path):
     def loader(name, device):
         raise RuntimeError("safetensors header is corrupt <b>")
 
-    context = AppContext.create(tmp_path / "s.db", preloaded={}, watch=False, loader=loader)
+    context = AppContext.create(tmp_path / "s.db", preloaded={}, watch=False, loader=loader,
+                                access=ModelAccess(allow_paths=True))
     with pytest.raises(gr.Error) as error:
-        ask(ChatHandlers(context), "hi", model="broken")
+        ask(ChatHandlers(context), "hi", model=str(tmp_path / "broken"))
     assert "could not be loaded" in said(error) and "corrupt <b>" in said(error)   # plain text; toasts escape it
 
 

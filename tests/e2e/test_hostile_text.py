@@ -181,7 +181,7 @@ def test_error_toast_and_sandboxed_preview_under_the_policy(browser, tmp_path):
         page.locator("#load-name textarea, #load-name input").first.fill(name)
         page.get_by_role("button", name="Load").first.click()
         toast = page.locator('[data-testid="toast-body"]')
-        expect(toast).to_contain_text(f"Unknown model '{name}'", timeout=20_000)
+        expect(toast).to_contain_text(f"There is no model '{name}'", timeout=20_000)
         assert watch.injected() == 0 and watch.outside() == []
         page.close()
     ctx.close()

@@ -122,3 +122,15 @@ def test_the_sessions_tab_shows_the_refusal_as_a_toast(tmp_path, document):
         assert _dump(ctx.store.path) == before
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("document, words", [
+    ('{"kind": "chat", "title": "' + '\\"' * 2_000_000, "not valid JSON"),            # 4 MB, never closed
+    ('{"kind": "chat", "title": "' + '\\"' * 2_000_000 + "\\", "not valid JSON"),
+    (_doc(title="X").replace('"X"', '"\\ud800"'), "lone surrogate"),
+    (json.dumps({"kind": "chat", "title": "t", "turns": [TURN]})[:-1] + ', "x": "\\udfff"}', "lone surrogate"),
+], ids=["red-team-unterminated", "unterminated-lone-backslash", "lone-surrogate-title", "lone-surrogate-field"])
+def test_issue_47_imports_are_sentences(store, tmp_path, document, words):
+    """The red team's unterminated string of \\" pairs (64 KB took 15.8 s before; the scan is now
+    linear, tests/engine/test_json_limits.py), and lone surrogates, which cannot be stored."""
+    assert words in _refused(store, tmp_path, document)

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -40,6 +41,7 @@ from world.webapps.sessions import WorldSessions
 PAGES = Path(__file__).parent / "pages"
 PREFIX = "/apps"
 MAX_CALL_BYTES = 64 * 1024
+PARSING = anyio.CapacityLimiter(2)     # calls read and run at once, each in a worker thread
 PAGE_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
                "font-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'self'; object-src 'none'")
 ASSET_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
@@ -116,25 +118,17 @@ def routes(sessions: WorldSessions, guard: Guard = same_origin_json) -> list[Bas
         found = sessions.get(request.path_params["session"])
         if found is None:
             return _error(404, "unknown_session", "This session does not exist (any more); open the app anew.")
-        try:
-            body = loads(await request.body(), "The call", max_bytes=MAX_CALL_BYTES)
-        except JsonLimitError as error:
-            return _error(400, "bad_request", str(error))
-        if not isinstance(body, dict) or app_of(str(body.get("name"))) is None:
-            return _error(400, "bad_request", 'Send {"name": a tool of the shop or the office, "arguments": {...}}.')
-        parsed = parse_call(dumps({"name": body["name"], "arguments": body.get("arguments", {})}))
         app = request.query_params.get("state")
         if app is not None and app not in APP_TOOLS:
             return _error(404, "unknown_app", f"There is no app {app[:40]!r}; choose shop or office.")
-        with found.lock:
-            if isinstance(parsed, ParseError):
-                answer = parsed.observation()
-            else:
-                try:
-                    answer = call_tool(found.world, parsed.name, parsed.arguments)
-                except Exception as error:  # noqa: BLE001 - as the agent loop: a tool bug is an answer, not a 500
-                    answer = {"error": f"tool failed: {type(error).__name__}"}
-            return _json(answer if app is None else {"answer": answer, "state": page_state(found.world, app)})
+        raw = bytearray()
+        async for part in request.stream():
+            raw += part
+            if len(raw) > MAX_CALL_BYTES:      # refused as it arrives, not after all of it is held
+                break
+        # reading the body and running the tool happen in a worker thread (at most PARSING at once):
+        # neither a hostile body nor a tool holds the event loop that serves every other request
+        return await anyio.to_thread.run_sync(_answer, found, bytes(raw), app, limiter=PARSING)
 
     return [Mount(PREFIX, routes=[
         Route("/shop/", page("shop")), Route("/office/", page("office")),
@@ -144,6 +138,26 @@ def routes(sessions: WorldSessions, guard: Guard = same_origin_json) -> list[Bas
         Route("/api/s/{session}/state", state),
         Route("/api/s/{session}/call", call, methods=["POST"]),
     ])]
+
+
+def _answer(found: Any, raw: bytes, app: str | None) -> Response:
+    """One call on a session's World: the body read (bounded: engine/json_limits.py), the tool run."""
+    try:
+        body = loads(raw, "The call", max_bytes=MAX_CALL_BYTES)
+    except JsonLimitError as error:
+        return _error(400, "bad_request", str(error))
+    if not isinstance(body, dict) or app_of(str(body.get("name"))) is None:
+        return _error(400, "bad_request", 'Send {"name": a tool of the shop or the office, "arguments": {...}}.')
+    parsed = parse_call(dumps({"name": body["name"], "arguments": body.get("arguments", {})}))
+    with found.lock:
+        if isinstance(parsed, ParseError):
+            answer = parsed.observation()
+        else:
+            try:
+                answer = call_tool(found.world, parsed.name, parsed.arguments)
+            except Exception as error:  # noqa: BLE001 - as the agent loop: a tool bug is an answer, not a 500
+                answer = {"error": f"tool failed: {type(error).__name__}"}
+        return _json(answer if app is None else {"answer": answer, "state": page_state(found.world, app)})
 
 
 @contextmanager
