@@ -28,9 +28,9 @@ APPS = ("shop", "office")        # tab order: the prompt lists the shop's tools,
 class PageVenue:
     """The web apps and a browser on them, for as many episodes as the block runs."""
 
-    def __init__(self, timeout_s: float = 10.0, browser: Any = None) -> None:
+    def __init__(self, timeout_s: float = 10.0, browser: Any = None, webmcp: str = "auto") -> None:
         self.sessions = WorldSessions()
-        self.timeout_s, self.browser = timeout_s, browser
+        self.timeout_s, self.browser, self.webmcp = timeout_s, browser, webmcp
         self.driver: WebMCPDriver | None = None
         self.url = ""
         self._served: Any = None
@@ -40,7 +40,8 @@ class PageVenue:
         self._served = serve_in_thread(self.sessions)
         self.url = self._served.__enter__()
         try:
-            self.driver = WebMCPDriver(self.url, timeout_s=self.timeout_s, browser=self.browser).__enter__()
+            self.driver = WebMCPDriver(self.url, timeout_s=self.timeout_s, browser=self.browser,
+                                       webmcp=self.webmcp).__enter__()
         except Exception:
             self._served.__exit__(None, None, None)
             raise

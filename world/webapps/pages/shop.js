@@ -138,7 +138,8 @@ async function checkout(input) {
     $("checkout-status").textContent = `Not placed: ${answer.error}.`;
   } else {
     $("checkout-status").textContent = "";
-    form.reset();
+    // emptied, not reset: a form reset cancels the agent's call of this form (WebMCP), answer and all
+    for (const control of form.elements) if (control.name) control.value = "";
     $("confirmation-text").textContent =
       `Thank you, ${input.name}. Order ${answer.order} is placed: ${money(answer.total)}, to ${input.address}. ` +
       `A confirmation goes to ${input.email}.`;

@@ -139,6 +139,8 @@ export function buildFields(form, schema, {labels = {}, skip = []} = {}) {
     }
     control.name = key;
     control.required = schema.required.includes(key);
+    // a declarative tool's parameter description (the browser puts it in the schema it synthesizes)
+    if (property.description) control.setAttribute("toolparamdescription", property.description);
     label.append(control);
     box.append(label);
   }
