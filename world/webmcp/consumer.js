@@ -37,13 +37,17 @@
   };
   const message = error => String((error && error.message) || error).slice(0, 500);
 
+  const leftAt = new Map();      // tool name -> `leaving` when its execute settled
   Object.defineProperty(window, "__webmcpMakeConsumer", {configurable: false, writable: false, value: (kind, {list, call}) => {
     const consumer = {
       kind, changes: 0, document: documentId,
       get leaving() { return leaving; },
       stay() { leaving = null; },           // the navigation was refused (another origin): this document stays
       list,
-      // {value} or {__webmcp: kind, message}; "leaving": not run, the document is going away
+      // {value, left} or {__webmcp: kind, message}; "leaving": not run, the document is going away.
+      // `left`: where the document was going when the tool's own execute settled (script tools; the
+      // implementations note it with settled()), so an answer that comes back before or after the
+      // page goes reads the same.
       async call(name, input, ms = 10000) {
         if (leaving) return {__webmcp: "leaving", url: leaving};
         const abort = new AbortController();
@@ -52,6 +56,8 @@
         try { return await Promise.race([call(name, input, abort.signal), late]); }
         finally { clearTimeout(timer); }
       },
+      settled(name) { leftAt.set(name, leaving); },
+      left(name) { const at = leftAt.get(name); leftAt.delete(name); return at; },
       asBrowserSends, asDriverReads, message,
     };
     Object.defineProperty(window, "__webmcpConsumer", {configurable: false, writable: false, value: consumer});

@@ -116,7 +116,9 @@ _CALL = """async ([name, input, ms]) => {
   const consumer = window.__webmcpConsumer;
   if (!consumer) return {answer: {__webmcp: "page_error", message: "The page has no WebMCP."}, changes: -1};
   const answer = await consumer.call(name, input, ms);
-  return {answer, changes: consumer.changes, leaving: consumer.leaving};
+  const left = consumer.left(name);
+  return {answer, changes: consumer.changes, leaving: consumer.leaving,
+          left: left === undefined ? consumer.leaving : left};
 }"""
 # The tab's state in one round trip: its document, whether it is leaving, and its tools unless the
 # driver holds them already (the same document and toolchange count).
@@ -446,8 +448,13 @@ class WebMCPDriver:
                 self._arrive(tab, listing.document if listing else None)
         self.call_ms.append((time.perf_counter() - started) * 1000)
         answer, leaving = ran["answer"], ran.get("leaving")
-        if leaving is not None and answer.get("__webmcp") != "leaving":     # this call moved the page
+        if leaving is not None and answer.get("__webmcp") != "leaving":
+            # the page is going: followed to the next document. The call is a navigation when it
+            # was going by the time the tool's execute settled (consumer.js `left`), whether or not
+            # the answer got back before the document went: that was a race, not the page's word
             self._leave(tab, listing.document if listing else None, leaving)
+            if ran.get("left") is not None and origin_of(ran["left"]) == self.origin:
+                answer = {"__webmcp": "navigation"}
         elif listing is not None and ran["changes"] != listing.changes:      # a toolchange since it was read
             self._listed[tab] = None
         outside = self.refused[refused_before:]

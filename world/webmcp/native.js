@@ -22,7 +22,11 @@
       const original = tool, {name, execute} = tool;
       registered.set(name, count++);
       tool = {...original, execute(input) {
-        return Promise.resolve().then(() => execute.call(original, input)).catch(error => {
+        return Promise.resolve().then(() => execute.call(original, input)).then(value => {
+          consumer.settled(name);
+          return value;
+        }, error => {
+          consumer.settled(name);
           thrown.set(name, error);
           throw error;
         });

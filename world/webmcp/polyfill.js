@@ -45,7 +45,9 @@
       if (!entry) throw new DOMException(`No tool named ${tool?.name}.`, "NotFoundError");
       signal?.addEventListener("abort", () => context.dispatchEvent(Object.assign(new Event("toolcancel"), {toolName: tool.name})));
       context.dispatchEvent(Object.assign(new Event("toolactivated"), {toolName: tool.name}));
-      return consumer.asBrowserSends(await entry.execute(input));
+      const script = !(entry.owner instanceof HTMLFormElement);
+      try { return consumer.asBrowserSends(await entry.execute(input)); }
+      finally { if (script) consumer.settled(tool.name); }
     }
 
     // The older API: the tools given replace those given by an earlier provideContext.
@@ -141,31 +143,51 @@
       if (control.type === "checkbox") control.checked = !!input[control.name];
       else control.value = String(input[control.name]);
     }
-    if (!form.hasAttribute("toolautosubmit")) {
-      form.querySelector("[type=submit], button:not([type])")?.focus();
-      return {filled: true, note: "The form is filled; the person submits it."};
-    }
     // as in the browser, a reset of the form while the call runs cancels it
     let cancel;
     const cancelled = new Promise((_, reject) => { cancel = () => reject(
       new DOMException("Tool execution cancelled by a form reset", "AbortError")); });
     form.addEventListener("reset", cancel, {once: true});
-    try { return await Promise.race([submitted(form, input), cancelled]); }
+    try { return await Promise.race([submitted(form, form.hasAttribute("toolautosubmit")), cancelled]); }
     finally { form.removeEventListener("reset", cancel); }
   }
 
-  async function submitted(form, input) {
-    let response = null;
-    const event = new SubmitEvent("submit", {bubbles: true, cancelable: true});
-    Object.defineProperties(event, {
-      agentInvoked: {value: true},
-      agentInput: {value: input},      // beyond the draft: the values as given (a text field drops line breaks)
-      respondWith: {value: promise => { response = Promise.resolve(promise); }},
+  // The call's answer, as the browser gives it: what the page hands respondWith() on the submit
+  // (the agent's own with toolautosubmit, else the person's, waited for), null when the submission
+  // goes ahead (a navigation), an error when the page prevents it and answers nothing.
+  function submitted(form, byAgent) {
+    return new Promise((resolve, reject) => {
+      const dress = event => {
+        let response = null;
+        Object.defineProperties(event, {agentInvoked: {value: true},
+                                        respondWith: {value: promise => { response = Promise.resolve(promise); }}});
+        return () => response;
+      };
+      const settle = (event, response) => {
+        if (response) resolve(response);
+        else if (event.defaultPrevented) reject(new DOMException("The site has a programming error: it called " +
+          "preventDefault() on the 'submit' event, without also calling respondWith() with the tool result", "UnknownError"));
+        else resolve(null);
+      };
+      if (byAgent) {
+        const event = new SubmitEvent("submit", {bubbles: true, cancelable: true});
+        const response = dress(event);
+        form.dispatchEvent(event);
+        if (event.defaultPrevented || response()) return settle(event, response());
+        // the submission goes ahead: answered once its navigation has begun (form.submit() plans it
+        // for a later task), as the browser answers, so the driver sees the page leave
+        const begun = () => { clearTimeout(late); settle(event, null); };
+        const late = setTimeout(begun, 1000);
+        window.navigation?.addEventListener("navigate", begun, {once: true});
+        form.submit();
+      } else {
+        form.querySelector("[type=submit], button:not([type])")?.focus();
+        form.addEventListener("submit", event => {
+          const response = dress(event);
+          setTimeout(() => settle(event, response()), 0);      // after the page's own listeners
+        }, {capture: true, once: true});
+      }
     });
-    form.dispatchEvent(event);
-    if (response) return response;
-    if (!event.defaultPrevented) { form.submit(); return {submitted: true}; }
-    return {submitted: false};
   }
 
   function scanForms() {

@@ -209,8 +209,7 @@ async function main() {
   });
   form.addEventListener("submit", event => {
     event.preventDefault();
-    const input = event.agentInvoked && event.agentInput ? event.agentInput
-                                                         : readFields(form, state.tools.checkout_guest.inputSchema);
+    const input = readFields(form, state.tools.checkout_guest.inputSchema);    // filled by the agent or typed
     const placed = checkout(input);
     if (event.agentInvoked && typeof event.respondWith === "function") event.respondWith(placed);
     placed.catch(showPageError);
