@@ -233,7 +233,7 @@ def test_the_next_task_starts_over_in_place_as_a_fresh_load_shows_it(browser, we
     """The venue's tabs go to the next task's session without a reload, and then show exactly
     what a new tab loaded on that session shows: no search, status, form value or view left over."""
     config = GenerationConfig()
-    with PageVenue(browser=browser, webmcp=webmcp) as venue:
+    with PageVenue(browser=browser, webmcp=webmcp, lazy=False) as venue:
         task = task_of("shop_buy")                                     # search, add, check out
         assert run_episode(None, task, config, generate_fn=OracleModel(task), system="full", pages=venue).success
         customer = sorted(world_for(task).customers)[0]
@@ -252,6 +252,27 @@ def test_the_next_task_starts_over_in_place_as_a_fresh_load_shows_it(browser, we
                 assert page.evaluate(SNAPSHOT) == fresh.evaluate(SNAPSHOT)
         finally:
             fresh.close()
+        assert venue.driver.page_errors == []
+
+
+def test_a_tab_starts_over_in_its_first_calls_round_trip_and_shows_that_calls_world(browser, webmcp):
+    """The venue's default: a task's tabs go to its session only when a call runs in them, drawn by
+    that call's answer; a tab the task never calls is left as it was."""
+    config = GenerationConfig()
+    with PageVenue(browser=browser, webmcp=webmcp) as venue:
+        first, nxt = task_of("shop_buy"), task_of("office_customer")
+        assert run_episode(None, first, config, generate_fn=OracleModel(first), system="full", pages=venue).success
+        shop, office = venue.driver.pages
+        shop_before = shop.url
+        world = world_for(nxt)
+        venue.episode(nxt, world)
+        assert (shop.url, office.url) == (shop_before, office.url)                # nothing moved yet
+        customer = next(iter(world.customers.values()))["name"]
+        answer = venue.driver.call("get_customer", {"name": customer})
+        assert answer == call_tool(world.clone(), "get_customer", {"name": customer})
+        assert office.url.endswith(f"session={venue._session}") and shop.url == shop_before
+        names = [row.split("\t")[0] for row in office.inner_text("#customer-list tbody").splitlines()]
+        assert names == [c["name"] for _, c in sorted(world.customers.items())]   # the new world, drawn
         assert venue.driver.page_errors == []
 
 

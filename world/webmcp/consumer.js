@@ -15,11 +15,14 @@
   if (window.__webmcpMakeConsumer) return;
   const documentId = (crypto.randomUUID && crypto.randomUUID()) || String(Math.random()).slice(2);
   let leaving = null;           // the URL of a navigation to another document, once one began
+  // the driver's bindings (world/webmcp/driver.py): what was refused, and that the tools or the
+  // document changed (so the driver reads the list again only then)
+  const report = what => { try { window.__webmcpRefused?.(what); } catch { /* the driver went */ } };
+  const changed = () => { try { window.__webmcpChanged?.(); } catch { /* the driver went */ } };
   window.navigation?.addEventListener("navigate", event => {
-    if (!event.destination.sameDocument) leaving = event.destination.url;
+    if (!event.destination.sameDocument) { leaving = event.destination.url; changed(); }
   });
 
-  const report = what => { try { window.__webmcpRefused?.(what); } catch { /* the driver's binding went */ } };
   for (const name of ["RTCPeerConnection", "webkitRTCPeerConnection"]) {
     if (!(name in window)) continue;
     Object.defineProperty(window, name, {configurable: false, writable: false, value: function refused(config) {
@@ -39,8 +42,11 @@
 
   const leftAt = new Map();      // tool name -> `leaving` when its execute settled
   Object.defineProperty(window, "__webmcpMakeConsumer", {configurable: false, writable: false, value: (kind, {list, call}) => {
+    let changes = 0;
     const consumer = {
-      kind, changes: 0, document: documentId,
+      kind, document: documentId,
+      get changes() { return changes; },
+      toolsChanged() { changes += 1; changed(); },      // the page's toolchange
       get leaving() { return leaving; },
       stay() { leaving = null; },           // the navigation was refused (another origin): this document stays
       list,
@@ -61,6 +67,7 @@
       asBrowserSends, asDriverReads, message,
     };
     Object.defineProperty(window, "__webmcpConsumer", {configurable: false, writable: false, value: consumer});
+    changed();                                          // a new document
     return consumer;
   }});
 })();

@@ -112,9 +112,13 @@ class PageTool:
                 "annotations": dict(self.annotations)}
 
 
-_CALL = """async ([name, input, ms]) => {
+# A call, in one round trip; `startOver`: the tab first goes to that session in place, its redraw
+# left to the call's own answer (start_over_on_call).
+_CALL = """async ([name, input, ms, startOver]) => {
   const consumer = window.__webmcpConsumer;
   if (!consumer) return {answer: {__webmcp: "page_error", message: "The page has no WebMCP."}, changes: -1};
+  if (startOver && !(typeof window.startOver === "function" && await window.startOver(startOver, {draw: false})))
+    return {answer: {__webmcp: "no_start_over"}, changes: consumer.changes, leaving: null};
   const answer = await consumer.call(name, input, ms);
   const left = consumer.left(name);
   return {answer, changes: consumer.changes, leaving: consumer.leaving,
@@ -170,6 +174,8 @@ class WebMCPDriver:
         self.call_ms: list[float] = []        # browser time of every call, for the benchmark
         self.pages: list[Any] = []
         self._listed: list[_Listing | None] = []      # per tab, when read
+        self._changed: set[int] = set()       # tabs whose page said its tools or document changed since
+        self._start_over: dict[int, str] = {}  # tab -> the URL it goes to in place before its next call
         self._playwright = self._browser = self._context = None
         self._dead_proxy: socket.socket | None = None
 
@@ -186,6 +192,7 @@ class WebMCPDriver:
             self._context = browser.new_context(proxy=self._proxy())
             self.webmcp = self._choose(browser)
             self._context.expose_binding("__webmcpRefused", lambda _source, what: self.refused.append(str(what)[:300]))
+            self._context.expose_binding("__webmcpChanged", self._page_changed)
             for script in (CONSUMER, NATIVE if self.webmcp == "native" else POLYFILL, *self._init_scripts):
                 self._context.add_init_script(script=script)
             self._context.route(outside_of(self.origin), self._guard)
@@ -249,6 +256,13 @@ class WebMCPDriver:
         else:
             route.continue_()
 
+    def _page_changed(self, source: dict[str, Any]) -> None:
+        """A page's consumer says its tools or its document changed (consumer.js): its listing is read
+        again before the tools are next given (current_tools). The page pushes it, so a step that
+        changed nothing costs no round trip to the browser."""
+        if source.get("page") in self.pages:
+            self._changed.add(self.pages.index(source["page"]))
+
     def _socket_opened(self, websocket: Any) -> None:
         """A WebSocket elsewhere is reported (the dead proxy stops it)."""
         if origin_of(websocket.url.replace("ws", "http", 1)) != self.origin:
@@ -266,6 +280,7 @@ class WebMCPDriver:
         tab = self._tab(tab)
         page = self.pages[tab]
         self._listed[tab] = None
+        self._start_over.pop(tab, None)
         page.goto(url, wait_until="load", timeout=READY_S * 1000)
         if ready:
             page.wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
@@ -283,6 +298,7 @@ class WebMCPDriver:
 
         def load(tab: int) -> None:
             self._listed[tab] = None
+            self._start_over.pop(tab, None)
             self.pages[tab].goto(urls[tab], wait_until="commit", timeout=READY_S * 1000)
 
         starting: list[int] = []
@@ -292,6 +308,7 @@ class WebMCPDriver:
                 continue
             if start_over and _same_path(page.url, url) and _evaluated(page, _BEGIN_START_OVER, url):
                 starting.append(tab)
+                self._start_over.pop(tab, None)
             else:
                 load(tab)
         started = set()
@@ -303,6 +320,23 @@ class WebMCPDriver:
         for tab in range(len(urls)):
             if tab not in started:       # a tab that started over is drawn: its document never left
                 self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
+
+    def start_over_on_call(self, urls: list[str]) -> None:
+        """As open_tabs(urls, start_over=True), but a tab on the same page goes to its URL only when
+        a call next runs in it, in that call's own round trip, and draws what the call's answer
+        brings: a tab the task never calls is never redrawn. Any other tab is loaded now."""
+        load = []
+        for tab, url in enumerate(urls):
+            self.check_url(url)
+            if tab < len(self.pages) and _same_path(self.pages[tab].url, url) and self._listed[tab] is not None:
+                self._start_over[tab] = url
+            else:
+                load.append(tab)
+        if load:
+            self.open_tabs([urls[tab] if tab in load else self.pages[tab].url for tab in range(len(urls))],
+                           keep_open=True)
+            for tab in load:
+                self._start_over.pop(tab, None)
 
     def _tab(self, tab: int | None) -> int:
         """`tab`, or a new tab when it is None or not open yet."""
@@ -343,7 +377,20 @@ class WebMCPDriver:
         """Every tool the open pages registered, read now, in tab order; a name a later tab repeats
         is the first tab's."""
         for tab in range(len(self.pages)):
+            self._changed.discard(tab)
             self._read(tab)
+        return self._known()
+
+    def current_tools(self) -> list[PageTool]:
+        """The tools as tools() gives them, read again only in tabs never read or whose page said
+        it changed since (a toolchange, a navigation, a new document: consumer.js tells the driver);
+        what the agent loop reads each step. The page's word arrives with the driver's next exchange
+        with the browser, so a change between two calls is seen by the call after it at the latest
+        (a call to a name not listed reads every tab first)."""
+        for tab in range(len(self.pages)):
+            if tab in self._changed or self._listed[tab] is None:
+                self._changed.discard(tab)
+                self._read(tab)
         return self._known()
 
     def _known(self) -> list[PageTool]:
@@ -437,9 +484,13 @@ class WebMCPDriver:
     def _run(self, tab: int, name: str, arguments: dict[str, Any]) -> Any:
         page, listing = self.pages[tab], self._listed[tab]
         before, refused_before = page.url, len(self.refused)
+        start_over = self._start_over.pop(tab, None)
         started = time.perf_counter()
         try:
-            ran = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000)])
+            ran = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000), start_over])
+            if ran["answer"].get("__webmcp") == "no_start_over":        # it could not: load it, then call
+                self.open(start_over, tab)
+                ran = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000), None])
         except Exception as error:  # noqa: BLE001 - playwright's errors: a page that went away or broke
             moved = _moved(page.url, before) or "destroyed" in str(error) or "navigat" in str(error)
             ran = {"answer": {"__webmcp": "navigation" if moved else "page_error",
@@ -510,7 +561,7 @@ class PageToolsOf:
     @property
     def tools(self) -> ToolSet:
         """The tools as the pages register them now (a navigation or a toolchange changes them)."""
-        listed = [t.definition() for t in self.driver.tools()] + [TOOLS_BY_NAME[FINISH]]
+        listed = [t.definition() for t in self.driver.current_tools()] + [TOOLS_BY_NAME[FINISH]]
         if self._known is None or self._known.tools != listed:
             self._known = ToolSet(listed)
         return self._known

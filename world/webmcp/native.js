@@ -73,5 +73,5 @@
       }
     },
   });
-  context.addEventListener("toolchange", () => { consumer.changes += 1; });
+  context.addEventListener("toolchange", () => consumer.toolsChanged());
 })();

@@ -92,7 +92,7 @@
   function changed() {
     if (pending) return;
     pending = true;
-    setTimeout(() => { pending = false; window.__webmcpConsumer.changes += 1; context.dispatchEvent(new Event("toolchange")); }, 0);
+    setTimeout(() => { pending = false; consumer.toolsChanged(); context.dispatchEvent(new Event("toolchange")); }, 0);
   }
   Object.defineProperty(Document.prototype, "modelContext", {configurable: true, get: () => context});
   Object.defineProperty(Navigator.prototype, "modelContext", {configurable: true, get: () => context});

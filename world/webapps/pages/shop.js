@@ -167,15 +167,16 @@ function route() {
   if (view === "cart") window.scrollTo(0, $("cart-panel").getBoundingClientRect().top + window.scrollY - 8);
 }
 
-// Another session's world, drawn as a fresh load draws it: no search, empty forms and notes.
-async function startOver(session) {
+// Another session's world, drawn as a fresh load draws it: no search, empty forms and notes
+// (`fetch` false: the next tool call's answer brings the world, and draws it).
+async function startOver(session, fetch = true) {
   state.session = session;
   state.lastSearch = null;
   $("to-office").href = `/apps/office/?${params}`;
   for (const id of ["search", "add", "checkout"]) $(id).reset();
   for (const id of ["add-status", "checkout-status", "confirmation-text", "product-title", "product-facts"])
     $(id).textContent = "";
-  draw(await api(`s/${session}/state?app=shop`));
+  if (fetch) draw(await api(`s/${session}/state?app=shop`));
 }
 
 async function main() {
