@@ -31,16 +31,15 @@ launches Chromium, by a flag that sends no UDP outside a proxy.
 
 from __future__ import annotations
 
-import re
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from world.format import ToolSet
-from world.tools import FINISH, TOOLS_BY_NAME
+from world.webmcp.origin import OutsideOrigin, first_line, origin_of, outside_of
+from world.webmcp.page_tools import PageTool, PageToolsOf
 
 HERE = Path(__file__).parent
 CONSUMER, NATIVE, POLYFILL = ((HERE / name).read_text(encoding="utf-8")
@@ -68,52 +67,6 @@ class WebMCPUnavailable(RuntimeError):
     """--webmcp native, on a browser without its own WebMCP."""
 
 
-class OutsideOrigin(ValueError):
-    """A URL outside the origin the driver was opened for."""
-
-
-def first_line(error: BaseException) -> str:
-    """What a playwright error says, in one line short enough for a sentence to a person."""
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
-
-
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
-
-
-def outside_of(origin: str) -> re.Pattern[str]:
-    """The URLs outside `origin` (as origin_of spells it): an http(s) URL whose scheme, host and
-    port are not the origin's. Chromium drops a default port from a URL, so for 80 / 443 the port is
-    optional. Given to playwright as a regex, the browser matches it itself: a request to the origin
-    never leaves the browser to be looked at (a catch-all route would send every one of the page's
-    own fetches to Python and back first), and one elsewhere is still stopped."""
-    parts = urlsplit(origin)
-    default = {"http": 80, "https": 443}.get(parts.scheme) == parts.port
-    port = f"(?::{parts.port})?" if default else f":{parts.port}"
-    own = re.escape(f"{parts.scheme}://{parts.hostname}") + port + "(?=[/?#]|$)"
-    return re.compile(f"^(?!{own})https?://", re.IGNORECASE)
-
-
-@dataclass
-class PageTool:
-    """A tool as a page registered it."""
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    title: str | None = None
-    annotations: dict[str, bool] = field(default_factory=dict)
-    tab: int = 0                     # which open page owns it
-
-    def definition(self) -> dict[str, Any]:
-        """In the registry's shape (world/tools.py), for the prompt and the parser."""
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
-                "annotations": dict(self.annotations)}
-
-
-# A call, in one round trip; `startOver`: the tab first goes to that session in place, its redraw
-# left to the call's own answer (start_over_on_call).
 _CALL = """async ([name, input, ms, startOver]) => {
   const consumer = window.__webmcpConsumer;
   if (!consumer) return {answer: {__webmcp: "page_error", message: "The page has no WebMCP."}, changes: -1};
@@ -548,23 +501,5 @@ def _moved(now: str, before: str) -> bool:
     """A navigation to another document: a change of the URL beyond its #fragment."""
     return _document(now) != _document(before)
 
-
-class PageToolsOf:
-    """The agent loop's view of the open pages (world.agent.PageTools): the tools they registered,
-    read now, plus finish (the agent's own: it ends the turn and changes nothing a page shows);
-    each call runs in its page."""
-
-    def __init__(self, driver: WebMCPDriver) -> None:
-        self.driver = driver
-        self._known: ToolSet | None = None
-
-    @property
-    def tools(self) -> ToolSet:
-        """The tools as the pages register them now (a navigation or a toolchange changes them)."""
-        listed = [t.definition() for t in self.driver.current_tools()] + [TOOLS_BY_NAME[FINISH]]
-        if self._known is None or self._known.tools != listed:
-            self._known = ToolSet(listed)
-        return self._known
-
-    def execute(self, call: dict[str, Any]) -> Any:
-        return self.driver.call(call["name"], call["arguments"])
+__all__ = ["CHROMIUM", "FLAGS", "MODES", "NATIVE_FLAG", "NATIVE_SINCE", "OutsideOrigin", "PageTool", "PageToolsOf",
+           "WebMCPDriver", "WebMCPUnavailable", "first_line", "launch_flags", "origin_of", "outside_of"]
