@@ -47,6 +47,8 @@ def agent_exchange(task: dict[str, Any], steps: list[Step], transcript: Any, con
         return None
     meta = {"task_id": task["id"], "graded": graded, "stopped": transcript is None,
             "tools_in": PAGES if venue.pages is not None else WORLD}
+    if venue.pages is not None:
+        meta["webmcp"] = venue.pages.webmcp          # native (the browser's own) or polyfill
     if venue.scenario:
         meta["scenario"] = venue.scenario
     if shot:

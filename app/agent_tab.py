@@ -244,6 +244,8 @@ class AgentHandlers:
         else:
             status = f"Episode over after {len(steps)} step(s)."
             panel = view.panel("done") if view else EMPTY_PANEL
+        if pages is not None:
+            status += f" Tools ran in the web pages ({pages.webmcp} WebMCP)."
         if saved:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
         if pages is not None and steps and shot is None:

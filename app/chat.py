@@ -254,6 +254,7 @@ class ChatHandlers:
                 # the browser first: when it cannot run the pages, no weights are loaded for nothing
                 page_tools = held.enter_context(self.ctx.page_browser.visit(run.key)).episode({}, world) \
                     if in_pages else None
+                turn.webmcp = self.ctx.page_browser.webmcp if in_pages else ""
                 if is_loading(self.ctx, model):                # the first use waits for weights: say so
                     yield updates(panel=LOADING_PANEL, status="")
                 backend = held.enter_context(self.ctx.registry.using(model))
@@ -357,7 +358,8 @@ class ChatHandlers:
     def _save(self, turn: ChatTurn, conversation_id: int | None, spec: dict[str, Any] | None, system: str
               ) -> int | None:
         meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD,
-                "tools_in": PAGES if turn.in_pages else WORLD}
+                "tools_in": PAGES if turn.in_pages else WORLD,
+                **({"webmcp": turn.webmcp} if turn.in_pages else {})}
         exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
                             turns=[TurnRecord("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
         return save(self.ctx, exchange)

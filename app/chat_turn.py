@@ -32,6 +32,7 @@ class ChatTurn:
         self.run, self.config, self.model, self.message = run, config, model, message
         self.structured = structured              # one answer in a JSON schema's shape (app/structured.py)
         self.in_pages = in_pages                  # the tool calls run in the world's web pages (WebMCP)
+        self.webmcp = ""                          # ... on whose WebMCP: native or polyfill, once they ran
         self.history, self.user = history, user
         self.known = conversation_sources(history + [user], system)   # what a call may copy from
         self.steps: list[Step] = []
@@ -137,7 +138,8 @@ class ChatTurn:
                          else "follows the JSON schema")
         tools = sum(1 for step in self.steps if step.call is not None and step.call["name"] != FINISH)
         if tools:
-            parts.append(f"{tools} tool call(s)" + (" in the web pages (WebMCP)" if self.in_pages else ""))
+            where = f" ({self.webmcp} WebMCP)" if self.webmcp else " (WebMCP)"
+            parts.append(f"{tools} tool call(s)" + (f" in the web pages{where}" if self.in_pages else ""))
         if config.temperature > 0:
             parts.append(f"seed {config.seed}")
         if conversation_id is not None and self.steps:

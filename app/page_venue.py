@@ -78,6 +78,11 @@ class PageBrowser:
         if where == PAGES and self._driver is None and self._url_of():
             self._thread().submit(self._start)
 
+    @property
+    def webmcp(self) -> str:
+        """native or polyfill: whose WebMCP the browser runs the pages' tools on ("" before it starts)."""
+        return self._driver.webmcp if self._driver is not None else ""
+
     @contextmanager
     def visit(self, key: tuple) -> Iterator[Visit]:
         """The pages for one run of (browser session, tab) `key`, the browser started if need be."""
@@ -107,6 +112,10 @@ class Visit:
     def __init__(self, pages: PageBrowser, key: tuple) -> None:
         self.pages, self.key = pages, key
         self.session = pages.world_pages.session_for(key)
+
+    @property
+    def webmcp(self) -> str:
+        return self.pages.webmcp
 
     def url(self, app: str, view: str = "") -> str:
         return f"{self.pages._base}/apps/{app}/?session={quote(self.session, safe='')}{view}"

@@ -2,6 +2,7 @@
 sentence. Speed and quality targets live here, never in timed unit tests.
 
     python -m bench agent --model A [--baseline B] [--task-set templates|phrasing|words] [--json]
+    python -m bench pages [--tasks 20] [--modes native polyfill]  the web pages' own cost per task (WebMCP)
     python -m bench decode --model NAME [--reference]    decoding speed against the reference loops
     python -m bench fuzz --model NAME [--prompts 10000]  fuzzed prompts through scaffolded tool calls
     python -m bench fused --model models/sprout-bd       the fused agent step
@@ -17,7 +18,8 @@ import importlib
 import sys
 
 COMMANDS = {"agent": "bench.agent", "decode": "bench.decode", "fuzz": "bench.fuzz", "fused": "bench.fused",
-            "api": "bench.api", "kernels": "bench.kernels", "train": "bench.train", "hostile": "bench.hostile"}
+            "api": "bench.api", "kernels": "bench.kernels", "train": "bench.train", "hostile": "bench.hostile",
+            "pages": "bench.pages"}
 
 
 def main(argv: list[str] | None = None) -> int:

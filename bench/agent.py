@@ -21,7 +21,8 @@ AR model), each with `forwards_per_call` (forwards per generated reply) and `sca
 
 `--via webmcp` (default `--via world`) runs every tool call through the shop's and the office's web
 pages in headless Chromium (world/webmcp/venue.py) instead of on the World directly; the report
-says `via` and adds `browser_ms_per_call` (median, p95, calls: the browser's time per tool call,
+says `via` and `webmcp` (native: the browser's own WebMCP; polyfill: world/webmcp/polyfill.js;
+`--webmcp` picks, auto by default) and adds `browser_ms_per_call` (median, p95, calls: the browser's time per tool call,
 the page's own work and its request to the world included), and the task seconds then include the
 browser (the pages put on each episode's world: loaded for the first, started over in place after
 that, world/webmcp/venue.py). Opening the pages is a fixed cost of every task, the same for both
@@ -57,7 +58,7 @@ from bench.episodes import (
     write_lines,
 )
 from bench.report import load_model, print_report, progress_bar
-from bench.venue import VIAS, venue, via_of
+from bench.venue import VIAS, WEBMCP_MODES, venue, via_of, webmcp_of
 from engine.metrics import LABELS
 from engine.sampler_table import REMASK_SCHEDULES
 from engine.trace import GenerationConfig
@@ -105,7 +106,7 @@ def run_agent_benchmark(backends: dict[str, Any], tasks: list[dict[str, Any]], a
     plain = list(backends)
     report = {"models": models, "median_ratio": median_ratio(models, plain), "tasks": len(tasks), "attempts": attempts,
               "config": config.to_dict(), "groups": {name: by_group(tasks, episodes[name]) for name in names},
-              "scaffold": scaffold, "via": via_of(pages),
+              "scaffold": scaffold, "via": via_of(pages), "webmcp": webmcp_of(pages),
               "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms),
               "median_ratio_after_open": median_ratio_after_open(models, plain)}
     if scaffold:
@@ -159,7 +160,8 @@ def table(report: dict[str, Any]) -> str:
     rows += position_table(report)
     browser = report.get("browser_ms_per_call")
     if browser and browser["calls"]:
-        rows.append(f"tool calls through the web pages (WebMCP): {browser['calls']}, browser ms per call "
+        rows.append(f"tool calls through the web pages ({report.get('webmcp')} WebMCP): {browser['calls']}, "
+                    f"browser ms per call "
                     f"median {browser['median']:.1f}, p95 {browser['p95']:.1f}")
     if report["median_ratio"] is not None:
         rows.append(f"median task time ratio (A / B): {report['median_ratio']:.3f}")
@@ -203,6 +205,9 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--via", choices=VIAS, default="world",
                        help="where tool calls run: on the World (default), or through its web pages in headless "
                             "Chromium (WebMCP)")
+    agent.add_argument("--webmcp", choices=WEBMCP_MODES, default="auto",
+                       help="with --via webmcp: whose WebMCP runs the calls, the browser's own (native), "
+                            "world/webmcp/polyfill.js, or auto (native where the browser has it)")
     agent.add_argument("--episodes", metavar="PATH",
                        help="also write one JSON line per episode (model, task, attempt, success, error, "
                             "the calls made, the final answer, seconds, forwards) to PATH")
@@ -257,7 +262,7 @@ def _agent_report(args: argparse.Namespace) -> dict[str, Any]:
             args.baseline, args.device)
     system = None if args.system == "none" else args.system
     lines: list[str] = []
-    with venue(args.via) as pages:
+    with venue(args.via, args.webmcp) as pages:
         report = run_agent_benchmark(backends, tasks[: args.tasks], args.attempts, config, max_replies=args.max_replies,
                                      system=system, warmup=not args.no_warmup, scaffold=args.scaffold,
                                      progress=progress_bar(), pages=pages,

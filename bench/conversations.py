@@ -40,7 +40,7 @@ from bench.episodes import (
     write_lines,
 )
 from bench.report import load_model, progress_bar
-from bench.venue import venue, via_of
+from bench.venue import venue, via_of, webmcp_of
 from engine.trace import GenerationConfig
 from world import conversation_sets, office_six
 from world.agent import DEFAULT_MAX_REPLIES, ConversationTranscript, one_request, prompt_ids_for, run_conversation
@@ -107,7 +107,7 @@ def run_conversation_benchmark(backends: dict[str, Any], conversations: list[dic
             row["successes"] += int(t.success)
     return {"models": models, "median_ratio": median_ratio(models, names), "tasks": len(conversations),
             "requests": len(kind_of), "attempts": attempts, "config": config.to_dict(), "groups": groups,
-            "scaffold": False, "reads": reads, "via": via_of(pages),
+            "scaffold": False, "reads": reads, "via": via_of(pages), "webmcp": webmcp_of(pages),
             "browser_ms_per_call": None if pages is None else milliseconds(pages.driver.call_ms),
             "by_position": {name: {**by_position(backends[name], [ran for _, ran in runs[name]]),
                                    "reads": what_it_reads(backends[name], reads)} for name in names}}
@@ -195,7 +195,7 @@ def conversation_report(args: argparse.Namespace, config: GenerationConfig) -> d
         backends[args.baseline if args.baseline != args.model else f"{args.baseline} (B)"] = load_model(
             args.baseline, args.device)
     lines: list[str] = []
-    with venue(args.via) as pages:
+    with venue(args.via, args.webmcp) as pages:
         report = run_conversation_benchmark(
             backends, conversations[:count], args.attempts, config, max_replies=args.max_replies,
             system=None if args.system == "none" else args.system, reads=args.reads, warmup=not args.no_warmup,

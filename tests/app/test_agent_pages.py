@@ -34,6 +34,7 @@ class FakeDriver:
 
     def __init__(self, origin: str, sessions, log: dict, timeout_s: float = 10.0) -> None:
         self.origin, self.sessions, self.log = origin.rstrip("/"), sessions, log
+        self.webmcp = "polyfill"           # as the real driver says which WebMCP it launched with
 
     def __enter__(self) -> FakeDriver:
         return self
@@ -54,6 +55,8 @@ class FakeDriver:
     def tools(self) -> list[PageTool]:
         return [PageTool(t["name"], t["description"], t["inputSchema"], annotations=t["annotations"])
                 for t in TOOLS if t["name"] != FINISH]
+
+    current_tools = tools                  # what the agent loop reads each step (no page changes here)
 
     def call(self, name: str, arguments: dict) -> object:
         self.log.setdefault("threads", set()).add(threading.current_thread().name)
@@ -116,6 +119,7 @@ def test_black_shirt_checkout_runs_in_the_tabs_page_session_and_keeps_a_picture(
     shot = stored["meta"]["page_screenshot"]
     assert shot.startswith(str(ctx.export_dir)) and open(shot, "rb").read() == PNG
     assert stored["meta"]["tools_in"] == PAGES and stored["meta"]["scenario"] == "black-shirt"
+    assert stored["meta"]["webmcp"] == "polyfill"
     assert stored["meta"]["success"] is True and "data:image/png;base64," in preview
     assert files["value"] == [shot] and "Stored as agent run" in status
     # replayable in the Sessions tab as other agent runs are

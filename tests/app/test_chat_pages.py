@@ -40,9 +40,9 @@ def test_a_chat_turn_runs_its_calls_in_the_pages_of_the_world_it_shows(tmp_path)
     assert world is ctx.world_pages.sessions.get(session).world
     order, = world.orders
     assert f"#/order/{order['id']}" in final[OUT["world_page"]]
-    assert "3 tool call(s) in the web pages (WebMCP)" in final[OUT["status"]]
+    assert "3 tool call(s) in the web pages (polyfill WebMCP)" in final[OUT["status"]]
     stored = ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])
-    assert stored["meta"]["tools_in"] == PAGES
+    assert stored["meta"]["tools_in"] == PAGES and stored["meta"]["webmcp"] == "polyfill"
     assert [c["name"] for t in stored["turns"] for c in t["tool_calls"]] == [
         "search_products", "add_to_cart", "checkout_guest", "finish"]
     ctx.close()

@@ -85,9 +85,12 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             assert (world.products[pid]["color"], world.products[pid]["style"], size) == ("black", "shirt", "L")
             expect(page.locator("#agent-verdict")).to_contain_text("Success", timeout=60_000)
             expect(page.locator("#agent-page-shot img")).to_be_visible()
+            mode = ctx.page_browser.webmcp                      # native on Chromium 156+, else polyfill
+            expect(page.locator("#agent-status")).to_contain_text(f"Tools ran in the web pages ({mode} WebMCP).")
             expect(page.locator("#agent-status")).to_contain_text("Stored as agent run")
             stored = ctx.store.list_conversations(kind="agent")[0]["meta"]
             assert stored["tools_in"] == "pages" and stored["page_screenshot"].endswith(".png")
+            assert stored["webmcp"] == mode and mode in ("native", "polyfill")
             assert ctx.page_browser._driver.refused == []      # the app's browser stayed on the app's origin
             shot(page, "agent-pages-order")
             page.context.close()

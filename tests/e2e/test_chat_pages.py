@@ -36,10 +36,11 @@ def test_a_chat_turn_runs_its_calls_in_the_page_the_person_sees(browser, tmp_pat
             world = cart_then_order(page, ctx, "#chat-world-page", task["slots"]["qty"], "chat-pages")
             (_pid, size, quantity), = world.orders[0]["items"]
             assert (size, quantity) == (task["slots"]["size"], task["slots"]["qty"])
-            expect(page.locator("#chat-status")).to_contain_text("in the web pages (WebMCP)", timeout=60_000)
+            mode = ctx.page_browser.webmcp                      # native on Chromium 156+, else polyfill
+            expect(page.locator("#chat-status")).to_contain_text(f"in the web pages ({mode} WebMCP)", timeout=60_000)
             expect(page.locator("#chatbot")).to_contain_text(world.orders[0]["id"])
             stored = ctx.store.list_conversations(kind="chat")[0]["meta"]
-            assert stored["tools_in"] == "pages"
+            assert stored["tools_in"] == "pages" and stored["webmcp"] == mode
             assert ctx.page_browser._driver.refused == []      # the app's browser stayed on the app's origin
             shot(page, "chat-pages-order")
             page.context.close()

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from engine.trace import GenerationConfig
-from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.chromium import BROWSER_MARKS, skip_without_native
 from world.agent import act
 from world.format import render_call, system_prompt
 from world.webapps.server import serve_app_in_thread
@@ -81,6 +81,12 @@ SCRIPT = [("add_todo", {"text": "buy milk"}), ("add_todo", {"text": "call Ana"})
 
 
 @pytest.fixture(scope="module")
+def browser(webmcp_browser):
+    """Every test here runs on the browser's own WebMCP and on the polyfill (conftest's `webmcp`)."""
+    return webmcp_browser
+
+
+@pytest.fixture(scope="module")
 def todo_url():
     app = Starlette(routes=[Route("/", lambda _r: HTMLResponse(TODO_PAGE)),
                             Route("/archive", lambda _r: HTMLResponse(ARCHIVE_PAGE))])
@@ -88,8 +94,9 @@ def todo_url():
         yield url
 
 
-def test_a_scripted_model_uses_a_third_party_page_through_the_agent_loop(browser, todo_url):
-    with WebMCPDriver(todo_url, browser=browser, timeout_s=0.5) as driver:
+def test_a_scripted_model_uses_a_third_party_page_through_the_agent_loop(browser, webmcp, todo_url):
+    with WebMCPDriver(todo_url, browser=browser, timeout_s=0.5, webmcp=webmcp) as driver:
+        assert driver.webmcp == webmcp
         driver.open(todo_url + "/")
         page_tools = PageToolsOf(driver)
         listed = {t["name"]: t for t in page_tools.tools.tools}
@@ -120,8 +127,8 @@ def test_a_scripted_model_uses_a_third_party_page_through_the_agent_loop(browser
         assert json.loads(messages[2]["content"]) == {"id": 1}              # observations are what the model reads
 
 
-def test_the_driver_refuses_to_leave_the_apps_origin(browser, todo_url):
-    with WebMCPDriver(todo_url, browser=browser) as driver:
+def test_the_driver_refuses_to_leave_the_apps_origin(browser, webmcp, todo_url):
+    with WebMCPDriver(todo_url, browser=browser, webmcp=webmcp) as driver:
         with pytest.raises(OutsideOrigin, match="outside"):
             driver.open(OUTSIDE)
         assert driver.refused == [OUTSIDE] and driver.pages == []
@@ -131,8 +138,8 @@ def test_the_driver_refuses_to_leave_the_apps_origin(browser, todo_url):
         assert driver.call("no_such_tool", {}) == {"error": "unknown_tool", "name": "no_such_tool"}
 
 
-def test_tabs_open_side_by_side_and_a_tab_on_its_document_can_be_kept(browser, todo_url):
-    with WebMCPDriver(todo_url, browser=browser) as driver:
+def test_tabs_open_side_by_side_and_a_tab_on_its_document_can_be_kept(browser, webmcp, todo_url):
+    with WebMCPDriver(todo_url, browser=browser, webmcp=webmcp) as driver:
         driver.open_tabs([todo_url + "/", todo_url + "/archive"])
         assert [p.url for p in driver.pages] == [todo_url + "/", todo_url + "/archive"]
         assert {t.name for t in driver.tools()} >= {"add_todo", "restore_all"}   # each tab's own tools
@@ -164,16 +171,21 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def test_the_command_line_drives_a_third_party_page(todo_url):
-    ran = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full", "--json")
+def test_the_command_line_drives_a_third_party_page(webmcp, todo_url):
+    skip_without_native(webmcp)
+    ran = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full", "--json",
+              "--webmcp", webmcp)
     assert ran.returncode == 0, ran.stderr
     report = json.loads(ran.stdout)
+    assert report["webmcp"] == webmcp
     assert {"add_todo", "list_todos", "legacy_count", "finish"} <= set(report["tools"])
     assert [s["call"]["name"] for s in report["steps"][:2]] == ["add_todo", "list_todos"]
     assert report["steps"][1]["observation"] == [{"id": 1, "text": "call Ana", "done": False}]
     assert report["answer"] == "There is one item: call Ana." and report["refused"] == []
-    shown = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full")
-    assert shown.returncode == 0 and 'add_todo({"text": "call Ana"}) -> {"id": 1}' in shown.stdout
+    shown = cli(todo_url + "/", "Add 'call Ana' to my list.", "--model", TODO_MODEL, "--system", "full",
+                "--webmcp", webmcp)
+    assert shown.returncode == 0 and f"WebMCP: {webmcp}" in shown.stdout
+    assert 'add_todo({"text": "call Ana"}) -> {"id": 1}' in shown.stdout
     assert shown.stdout.rstrip().endswith("answer: There is one item: call Ana.")
 
 

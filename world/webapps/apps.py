@@ -1,7 +1,10 @@
 """Which registry tools each web app offers, and the state a page reads to draw itself.
 
 A page registers its tools with the schemas served from here (the registry's own dicts), never
-typed again in JavaScript. `finish` belongs to the agent, not to a page: it ends the agent's
+typed again in JavaScript, with what WebMCP lets a page say beyond the registry: which tools change
+the world (consequentialHint), whose answers carry text people typed (untrustedContentHint), and
+what each field of the declarative checkout form means (toolparamdescription, from the schema's
+property descriptions). `finish` belongs to the agent, not to a page: it ends the agent's
 turn and changes nothing a page could show.
 """
 
@@ -26,14 +29,38 @@ TITLES = {"search_products": "Search the catalogue", "add_to_cart": "Add to cart
           "register_course": "Register for a course", "get_activity_status": "Activity status"}
 
 
+# Tools that change the world: an agent's host may ask the person first.
+CONSEQUENTIAL = frozenset({"add_to_cart", "checkout_guest", "create_invoice", "register_course"})
+# Tools whose answer holds text a person typed (a customer's email): data for the model, never orders.
+UNTRUSTED_ANSWERS = frozenset({"get_customer"})
+# The checkout form's fields, for the agent (the form's toolparamdescription attributes).
+PARAMETER_DESCRIPTIONS = {"checkout_guest": {"name": "The buyer's full name.",
+                                             "email": "Where the order confirmation is sent.",
+                                             "address": "Where the order is delivered."}}
+
+
+def page_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A registry tool as a page registers it: its title, the WebMCP hints, and its fields' descriptions."""
+    name = tool["name"]
+    schema = tool["inputSchema"]
+    described = PARAMETER_DESCRIPTIONS.get(name, {})
+    if described:
+        properties = {key: {**value, "description": described[key]} if key in described else value
+                      for key, value in schema["properties"].items()}
+        schema = {**schema, "properties": properties}
+    return {**tool, "title": TITLES[name], "inputSchema": schema,
+            "annotations": {**tool["annotations"], "consequentialHint": name in CONSEQUENTIAL,
+                            "untrustedContentHint": name in UNTRUSTED_ANSWERS}}
+
+
 def app_of(tool_name: str) -> str | None:
     return next((app for app, names in APP_TOOLS.items() if tool_name in names), None)
 
 
 def tools_of(app: str) -> list[dict[str, Any]]:
-    """The registry's definitions of an app's tools, in registry order, each with its title."""
+    """The registry's definitions of an app's tools, in registry order, as its page registers them."""
     names = APP_TOOLS[app]
-    return [{**t, "title": TITLES[t["name"]]} for t in TOOLS if t["name"] in names]
+    return [page_tool(t) for t in TOOLS if t["name"] in names]
 
 
 def page_state(world: World, app: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Drive any WebMCP page with a model, from the command line:
 
-    python -m world.webmcp http://localhost:3000/ "Add 'call Ana' to my list" --model sprout-bd
+    python -m world.webmcp http://localhost:3000/ "Add 'call Ana' to my list" --model sprout-bd [--webmcp native]
 
 Opens the page in headless Chromium (the driver stays on that page's origin: a request elsewhere is
 refused and reported), lists the tools the page registered (document.modelContext), and runs the
@@ -8,6 +8,10 @@ agent loop (world.agent.act) on them until the model answers in text or calls fi
 prints as it lands (the call and the page's answer); --json prints one object at the end instead.
 Sprout knows only the playground's own shop and office tools; a page with other tools wants a
 model that reads a tool list (`--system full`, the default for models without the world format).
+
+--webmcp picks whose WebMCP runs the page's tools: native (the browser's own: Chromium 156 or newer,
+launched with --enable-features=WebMCP), polyfill (world/webmcp/polyfill.js), or auto (native where
+the browser has it; the default). The report says which ran (`webmcp`).
 
 Exit status: 0 when the model answered, 1 when it gave no answer, 2 for input that cannot run
 (an empty instruction, an unknown model, a page that does not load or has no tools).
@@ -25,7 +29,7 @@ from engine.errors import BackendError
 from engine.trace import GenerationConfig
 from world.agent import DEFAULT_MAX_REPLIES, act, default_system
 from world.format import system_prompt
-from world.webmcp.driver import CHROMIUM, PageToolsOf, WebMCPDriver, first_line
+from world.webmcp.driver import CHROMIUM, MODES, PageToolsOf, WebMCPDriver, WebMCPUnavailable, first_line
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,6 +45,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-replies", type=int, default=DEFAULT_MAX_REPLIES)
     parser.add_argument("--gen-length", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a tool call may take in the page")
+    parser.add_argument("--webmcp", choices=MODES, default="auto",
+                        help="whose WebMCP runs the tools: the browser's own (native), polyfill.js, or auto "
+                             "(native where the browser has it)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the steps")
     return parser.parse_args(argv)
 
@@ -68,7 +75,9 @@ def run(args: argparse.Namespace, say: Any = print) -> dict[str, Any]:
         raise ValueError(f"The model {args.model!r} could not be loaded ({first_line(error)}).") from None
     config = GenerationConfig(gen_length=args.gen_length)
     try:
-        driver = WebMCPDriver(args.url, timeout_s=args.timeout).__enter__()
+        driver = WebMCPDriver(args.url, timeout_s=args.timeout, webmcp=args.webmcp).__enter__()
+    except WebMCPUnavailable as error:          # --webmcp native on a browser without it: a sentence already
+        raise ValueError(str(error)) from None
     except Exception as error:  # noqa: BLE001 - playwright's errors: no browser, or one that cannot start
         raise ValueError(f"The browser could not start ({first_line(error)}; it is looked for at {CHROMIUM}).") \
             from None
@@ -86,7 +95,8 @@ def on_page(driver: WebMCPDriver, args: argparse.Namespace, backend: Any, config
     except Exception as error:  # noqa: BLE001 - playwright's errors: a page that does not load
         raise ValueError(f"The page did not load ({first_line(error)}).") from None
     if not driver.wait_for_tools(0, args.timeout):
-        raise ValueError(f"{args.url[:120]} registered no WebMCP tools.")
+        raise ValueError(f"{args.url[:120]} registered no WebMCP tools ({driver.webmcp} WebMCP).")
+    say(f"WebMCP: {driver.webmcp}")
     tools = PageToolsOf(driver)
     listed = tools.tools.tools
     system = default_system(backend) if args.system == "auto" else (None if args.system == "none" else "full")
@@ -103,8 +113,9 @@ def on_page(driver: WebMCPDriver, args: argparse.Namespace, backend: Any, config
 
     answer, early = act(backend, None, messages, config, max_replies=args.max_replies, text_answers=True,
                         on_step=show, page_tools=tools)
-    return {"url": args.url, "tools": [t["name"] for t in listed], "steps": steps, "answer": answer,
-            "ended_early": early, "refused": list(driver.refused), "page_errors": list(driver.page_errors)}
+    return {"url": args.url, "webmcp": driver.webmcp, "tools": [t["name"] for t in listed], "steps": steps,
+            "answer": answer, "ended_early": early, "refused": list(driver.refused),
+            "page_errors": list(driver.page_errors)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,14 @@
 lists the tools they registered (document.modelContext) and runs a call in the page that owns it;
 the tool's return value is the observation.
 
-The browser's own WebMCP is used where it has one (with its testing interface); otherwise the init
-script polyfill.js provides document.modelContext as the draft spec describes, plus the consumer.
+Which WebMCP runs the tools is chosen at launch (`webmcp`, shown as `driver.webmcp`):
+    native    the browser's own (Chromium 156+ launched with --enable-features=WebMCP): getTools()
+              lists the page's tools, declarative forms included, and executeTool() runs the page's
+              own execute (native.js is the consumer on it);
+    polyfill  polyfill.js, a document.modelContext of our own that follows the browser's behaviour,
+              for browsers without one;
+    auto      native where the browser has it, else polyfill.
+consumer.js, in every page before either, makes a call read the same in both.
 What goes wrong in a page is a typed observation, never an exception out of `call`:
 
     {"error": "page_error", "message": ...}       the tool threw, or the page broke
@@ -12,85 +18,78 @@ What goes wrong in a page is a typed observation, never an exception out of `cal
     {"error": "unknown_tool", "name": ...}         no open page has that tool (now)
     {"error": "outside_origin", "url": ...}        the page tried to reach another origin (refused)
 
+After a navigation (a call that moved the page, or a page that moved by itself), the driver waits,
+bounded, for the next document to load and register its tools before it lists or calls them: a call
+is never run in a document that is going away, and a tool the next page registers late is found.
+
 The driver stays inside one origin: `open` refuses any other (OutsideOrigin), and every request a
-page makes elsewhere is aborted and kept in `refused`.
+page makes elsewhere is refused and kept in `refused`: http(s) by a route (aborted), WebSockets by
+the context's proxy (a dead one, the origin bypassed; page.on("websocket") reports them, workers'
+included), WebRTC by the consumer (RTCPeerConnection refused and reported) and, where the driver
+launches Chromium, by a flag that sends no UDP outside a proxy.
 """
 
 from __future__ import annotations
 
-import re
+import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from world.format import ToolSet
-from world.tools import FINISH, TOOLS_BY_NAME
+from world.webmcp.origin import OutsideOrigin, first_line, origin_of, outside_of
+from world.webmcp.page_tools import PageTool, PageToolsOf
 
-POLYFILL = (Path(__file__).parent / "polyfill.js").read_text(encoding="utf-8")
+HERE = Path(__file__).parent
+CONSUMER, NATIVE, POLYFILL = ((HERE / name).read_text(encoding="utf-8")
+                              for name in ("consumer.js", "native.js", "polyfill.js"))
 CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps calling out, and a closed network refuses it.
+# No UDP leaves but through a proxy (and there is none): WebRTC's STUN stays in.
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--webrtc-ip-handling-policy=disable_non_proxied_udp"]
+NATIVE_FLAG = "--enable-features=WebMCP"
+NATIVE_SINCE = 156          # the first Chromium whose WebMCP has getTools / executeTool
+MODES = ("native", "polyfill", "auto")
 READY_S = 10.0
+ARRIVE_S = 5.0              # how long a page that just loaded may take to register its first tools
+QUIET_S = 0.05              # ... and how long its list must hold still to count as registered
 
 
-class OutsideOrigin(ValueError):
-    """A URL outside the origin the driver was opened for."""
+def launch_flags(webmcp: str = "auto") -> list[str]:
+    """Chromium's flags for a driver in mode `webmcp`: the browser's WebMCP on unless polyfill."""
+    return FLAGS + ([] if webmcp == "polyfill" else [NATIVE_FLAG])
 
 
-def first_line(error: BaseException) -> str:
-    """What a playwright error says, in one line short enough for a sentence to a person."""
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+class WebMCPUnavailable(RuntimeError):
+    """--webmcp native, on a browser without its own WebMCP."""
 
 
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
-
-
-def outside_of(origin: str) -> re.Pattern[str]:
-    """The URLs outside `origin` (as origin_of spells it): an http(s) URL whose scheme, host and
-    port are not the origin's. Chromium drops a default port from a URL, so for 80 / 443 the port is
-    optional. Given to playwright as a regex, the browser matches it itself: a request to the origin
-    never leaves the browser to be looked at (a catch-all route would send every one of the page's
-    own fetches to Python and back first), and one elsewhere is still stopped."""
-    parts = urlsplit(origin)
-    default = {"http": 80, "https": 443}.get(parts.scheme) == parts.port
-    port = f"(?::{parts.port})?" if default else f":{parts.port}"
-    own = re.escape(f"{parts.scheme}://{parts.hostname}") + port + "(?=[/?#]|$)"
-    return re.compile(f"^(?!{own})https?://", re.IGNORECASE)
-
-
-@dataclass
-class PageTool:
-    """A tool as a page registered it."""
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    title: str | None = None
-    annotations: dict[str, bool] = field(default_factory=dict)
-    tab: int = 0                     # which open page owns it
-
-    def definition(self) -> dict[str, Any]:
-        """In the registry's shape (world/tools.py), for the prompt and the parser."""
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
-                "annotations": dict(self.annotations)}
-
-
-_CALL = """async ([name, input, ms]) => {
+_CALL = """async ([name, input, ms, startOver]) => {
   const consumer = window.__webmcpConsumer;
-  if (!consumer) return {__webmcp: "page_error", message: "The page has no WebMCP."};
-  let timer;
-  const late = new Promise(resolve => { timer = setTimeout(() => resolve({__webmcp: "timeout"}), ms); });
-  try { return {answer: await Promise.race([consumer.call(name, input), late]), changes: consumer.changes}; }
-  finally { clearTimeout(timer); }
+  if (!consumer) return {answer: {__webmcp: "page_error", message: "The page has no WebMCP."}, changes: -1};
+  if (startOver && !(typeof window.startOver === "function" && await window.startOver(startOver, {draw: false})))
+    return {answer: {__webmcp: "no_start_over"}, changes: consumer.changes, leaving: null};
+  const answer = await consumer.call(name, input, ms);
+  const left = consumer.left(name);
+  return {answer, changes: consumer.changes, leaving: consumer.leaving,
+          left: left === undefined ? consumer.leaving : left};
 }"""
-_LIST = """async () => window.__webmcpConsumer
-  ? {tools: await window.__webmcpConsumer.list(), changes: window.__webmcpConsumer.changes}
-  : {tools: [], changes: -1}"""
+# The tab's state in one round trip: its document, whether it is leaving, and its tools unless the
+# driver holds them already (the same document and toolchange count).
+_LIST = """async ([document_, changes]) => {
+  const consumer = window.__webmcpConsumer;
+  if (!consumer) return {document: null, changes: -1, leaving: null, tools: []};
+  const same = consumer.document === document_ && consumer.changes === changes;
+  return {document: consumer.document, changes: consumer.changes, leaving: consumer.leaving,
+          tools: same ? null : await consumer.list()};
+}"""
+_ARRIVED = """before => !!window.__webmcpConsumer && window.__webmcpConsumer.document !== before
+  && document.readyState === "complete\""""
+_PROBE = """() => typeof document.modelContext?.getTools === "function"
+  && typeof document.modelContext?.executeTool === "function\""""
 
 # A page that offers window.startOver(url) (world/webapps/pages/webmcp-page.js) can go to another
 # session of itself without a reload; any other page answers false and is loaded. Begun in every
@@ -102,21 +101,36 @@ _BEGIN_START_OVER = """url => {
 _END_START_OVER = """async () => (await window.__startingOver) === true"""
 
 
+@dataclass
+class _Listing:
+    """What the driver last read of a tab: its document, toolchange count and tools."""
+    document: str | None
+    changes: int
+    tools: list[dict[str, Any]]
+
+
 class WebMCPDriver:
     """Pages of `origin` in one headless Chromium (its own, or a playwright `browser` given, of which
-    it opens one context); use as a context manager."""
+    it opens one context); use as a context manager. `webmcp`: native, polyfill or auto (module
+    docstring); a browser given should be launched with launch_flags(webmcp)."""
 
     def __init__(self, origin: str, *, executable: str = CHROMIUM, timeout_s: float = 10.0,
-                 browser: Any = None, init_scripts: tuple[str, ...] = ()) -> None:
+                 browser: Any = None, init_scripts: tuple[str, ...] = (), webmcp: str = "auto") -> None:
+        if webmcp not in MODES:
+            raise ValueError(f"Unknown WebMCP mode {webmcp!r}; choose one of {', '.join(MODES)}.")
         self.origin = origin_of(origin)
-        self._given_browser, self._init_scripts = browser, init_scripts     # init_scripts run after the polyfill
-        self.executable, self.timeout_s = executable, timeout_s
-        self.refused: list[str] = []          # URLs the pages tried to reach outside the origin
+        self._given_browser, self._init_scripts = browser, init_scripts     # init_scripts run after the WebMCP
+        self.executable, self.timeout_s, self.wanted = executable, timeout_s, webmcp
+        self.webmcp = ""                      # native or polyfill, once launched
+        self.refused: list[str] = []          # what the pages tried to reach outside the origin
         self.page_errors: list[str] = []      # uncaught errors in the pages
         self.call_ms: list[float] = []        # browser time of every call, for the benchmark
         self.pages: list[Any] = []
-        self._listed: list[tuple[int, list[dict[str, Any]]] | None] = []   # per tab: (changes, tools) when read
+        self._listed: list[_Listing | None] = []      # per tab, when read
+        self._changed: set[int] = set()       # tabs whose page said its tools or document changed since
+        self._start_over: dict[int, str] = {}  # tab -> the URL it goes to in place before its next call
         self._playwright = self._browser = self._context = None
+        self._dead_proxy: socket.socket | None = None
 
     # -- life --------------------------------------------------------------------------------
     def __enter__(self) -> WebMCPDriver:
@@ -125,9 +139,14 @@ class WebMCPDriver:
         try:
             if self._given_browser is None:
                 self._playwright = sync_playwright().start()
-                self._browser = self._playwright.chromium.launch(executable_path=self.executable, args=FLAGS)
-            self._context = (self._given_browser or self._browser).new_context()
-            for script in (POLYFILL, *self._init_scripts):
+                self._browser = self._playwright.chromium.launch(executable_path=self.executable,
+                                                                 args=launch_flags(self.wanted))
+            browser = self._given_browser or self._browser
+            self._context = browser.new_context(proxy=self._proxy())
+            self.webmcp = self._choose(browser)
+            self._context.expose_binding("__webmcpRefused", lambda _source, what: self.refused.append(str(what)[:300]))
+            self._context.expose_binding("__webmcpChanged", self._page_changed)
+            for script in (CONSUMER, NATIVE if self.webmcp == "native" else POLYFILL, *self._init_scripts):
                 self._context.add_init_script(script=script)
             self._context.route(outside_of(self.origin), self._guard)
         except Exception:
@@ -139,7 +158,7 @@ class WebMCPDriver:
         self.close()
 
     def close(self) -> None:
-        for closing in (self._context, self._browser):
+        for closing in (self._context, self._browser, self._dead_proxy):
             if closing is not None:
                 try:
                     closing.close()
@@ -147,17 +166,60 @@ class WebMCPDriver:
                     pass
         if self._playwright is not None:
             self._playwright.stop()
-        self._playwright = self._browser = self._context = None
+        self._playwright = self._browser = self._context = self._dead_proxy = None
         self.pages, self._listed = [], []
+
+    def _proxy(self) -> dict[str, str]:
+        """Everything but the origin goes to a proxy that answers nobody: a port this driver holds
+        bound and never listens on. That is what stops WebSockets (no route sees them in a worker)."""
+        self._dead_proxy = socket.socket()
+        self._dead_proxy.bind(("127.0.0.1", 0))
+        parts = urlsplit(self.origin)
+        return {"server": f"http://127.0.0.1:{self._dead_proxy.getsockname()[1]}",
+                "bypass": f"{parts.hostname}:{parts.port}"}
+
+    def _choose(self, browser: Any) -> str:
+        """native or polyfill, as asked; auto asks a page of the origin (answered here, never
+        fetched) whether the browser has its own WebMCP."""
+        if self.wanted == "polyfill":
+            return "polyfill"
+        page = self._context.new_page()
+        try:
+            probe = f"{self.origin}/__webmcp_probe__"
+            page.route(probe, lambda route: route.fulfill(content_type="text/html", body="<!doctype html>"))
+            page.goto(probe, wait_until="commit", timeout=READY_S * 1000)
+            native = bool(page.evaluate(_PROBE))
+        finally:
+            page.close()
+        if native or self.wanted == "auto":
+            return "native" if native else "polyfill"
+        raise WebMCPUnavailable(f"This browser (Chromium {browser.version}) has no WebMCP of its own: it needs "
+                                f"Chromium {NATIVE_SINCE} or newer launched with {NATIVE_FLAG}; "
+                                "--webmcp polyfill or auto runs the pages without it.")
 
     def _guard(self, route: Any) -> None:
         """Only URLs outside the origin reach here (outside_of); the check is kept as the rule."""
         url = route.request.url
         if urlsplit(url).scheme in ("http", "https", "ws", "wss") and origin_of(url) != self.origin:
             self.refused.append(url)
-            route.abort("blockedbyclient")
+            if route.request.is_navigation_request():
+                route.fulfill(status=204)       # no content: the navigation ends and the document stays
+            else:                               # (an abort would leave an error page, the proxy set)
+                route.abort("blockedbyclient")
         else:
             route.continue_()
+
+    def _page_changed(self, source: dict[str, Any]) -> None:
+        """A page's consumer says its tools or its document changed (consumer.js): its listing is read
+        again before the tools are next given (current_tools). The page pushes it, so a step that
+        changed nothing costs no round trip to the browser."""
+        if source.get("page") in self.pages:
+            self._changed.add(self.pages.index(source["page"]))
+
+    def _socket_opened(self, websocket: Any) -> None:
+        """A WebSocket elsewhere is reported (the dead proxy stops it)."""
+        if origin_of(websocket.url.replace("ws", "http", 1)) != self.origin:
+            self.refused.append(websocket.url)
 
     # -- pages -------------------------------------------------------------------------------
     def check_url(self, url: str) -> None:
@@ -170,6 +232,8 @@ class WebMCPDriver:
         self.check_url(url)
         tab = self._tab(tab)
         page = self.pages[tab]
+        self._listed[tab] = None
+        self._start_over.pop(tab, None)
         page.goto(url, wait_until="load", timeout=READY_S * 1000)
         if ready:
             page.wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
@@ -186,6 +250,8 @@ class WebMCPDriver:
             self.check_url(url)
 
         def load(tab: int) -> None:
+            self._listed[tab] = None
+            self._start_over.pop(tab, None)
             self.pages[tab].goto(urls[tab], wait_until="commit", timeout=READY_S * 1000)
 
         starting: list[int] = []
@@ -195,18 +261,35 @@ class WebMCPDriver:
                 continue
             if start_over and _same_path(page.url, url) and _evaluated(page, _BEGIN_START_OVER, url):
                 starting.append(tab)
+                self._start_over.pop(tab, None)
             else:
                 load(tab)
         started = set()
         for tab in starting:
-            self._forget(tab)
             if _evaluated(self.pages[tab], _END_START_OVER) is True:
-                started.add(tab)
+                started.add(tab)                            # same document, same tools: the listing holds
             else:                                                          # it could not: load it
                 load(tab)
         for tab in range(len(urls)):
             if tab not in started:       # a tab that started over is drawn: its document never left
                 self.pages[tab].wait_for_selector(ready, state="attached", timeout=READY_S * 1000)
+
+    def start_over_on_call(self, urls: list[str]) -> None:
+        """As open_tabs(urls, start_over=True), but a tab on the same page goes to its URL only when
+        a call next runs in it, in that call's own round trip, and draws what the call's answer
+        brings: a tab the task never calls is never redrawn. Any other tab is loaded now."""
+        load = []
+        for tab, url in enumerate(urls):
+            self.check_url(url)
+            if tab < len(self.pages) and _same_path(self.pages[tab].url, url) and self._listed[tab] is not None:
+                self._start_over[tab] = url
+            else:
+                load.append(tab)
+        if load:
+            self.open_tabs([urls[tab] if tab in load else self.pages[tab].url for tab in range(len(urls))],
+                           keep_open=True)
+            for tab in load:
+                self._start_over.pop(tab, None)
 
     def _tab(self, tab: int | None) -> int:
         """`tab`, or a new tab when it is None or not open yet."""
@@ -214,22 +297,20 @@ class WebMCPDriver:
             return tab
         page = self._context.new_page()
         page.on("pageerror", lambda error: self.page_errors.append(str(error)[:500]))
+        page.on("websocket", self._socket_opened)
         self.pages.append(page)
         self._listed.append(None)
-        tab = len(self.pages) - 1
-        page.on("framenavigated", lambda frame, tab=tab: self._forget(tab) if frame.parent_frame is None else None)
-        return tab
+        return len(self.pages) - 1
 
     def wait_for_tools(self, tab: int = 0, seconds: float = READY_S) -> list[PageTool]:
         """The tools tab `tab` registered, once it has any (a page may register them after its load
         event, when it has fetched what it needs), or [] after `seconds`."""
         deadline = time.perf_counter() + seconds
         while True:
-            self._forget(tab)
             found = [tool for tool in self.tools() if tool.tab == tab]
             if found or time.perf_counter() > deadline:
                 return found
-            self.pages[tab].wait_for_timeout(50)
+            self.pages[tab].wait_for_timeout(25)
 
     def screenshot(self, path: str | Path, url: str, size: tuple[int, int] = (900, 640)) -> Path:
         """A PNG of `url` (a page of the origin) as it is now, in a tab of its own (the tabs the
@@ -246,49 +327,145 @@ class WebMCPDriver:
         return Path(path)
 
     def tools(self) -> list[PageTool]:
-        """Every tool the open pages registered, in tab order; a name a later tab repeats is the
-        first tab's."""
+        """Every tool the open pages registered, read now, in tab order; a name a later tab repeats
+        is the first tab's."""
+        for tab in range(len(self.pages)):
+            self._changed.discard(tab)
+            self._read(tab)
+        return self._known()
+
+    def current_tools(self) -> list[PageTool]:
+        """The tools as tools() gives them, read again only in tabs never read or whose page said
+        it changed since (a toolchange, a navigation, a new document: consumer.js tells the driver);
+        what the agent loop reads each step. The page's word arrives with the driver's next exchange
+        with the browser, so a change between two calls is seen by the call after it at the latest
+        (a call to a name not listed reads every tab first)."""
+        for tab in range(len(self.pages)):
+            if tab in self._changed or self._listed[tab] is None:
+                self._changed.discard(tab)
+                self._read(tab)
+        return self._known()
+
+    def _known(self) -> list[PageTool]:
+        """The tools as last read (tools() reads them again)."""
         found: dict[str, PageTool] = {}
-        for tab, page in enumerate(self.pages):
-            if self._listed[tab] is None:
-                listed = page.evaluate(_LIST)
-                self._listed[tab] = (listed["changes"], listed["tools"])
-            for tool in self._listed[tab][1]:
+        for tab, listing in enumerate(self._listed):
+            for tool in listing.tools if listing is not None else ():
                 found.setdefault(tool["name"], PageTool(
                     name=tool["name"], description=tool.get("description") or "",
                     input_schema=tool.get("inputSchema") or {}, title=tool.get("title"),
                     annotations=tool.get("annotations") or {}, tab=tab))
         return list(found.values())
 
-    def _forget(self, tab: int) -> None:
-        if tab < len(self._listed):
+    def _read(self, tab: int) -> None:
+        """Tab `tab`'s tools, read again where its document or its toolchange count moved on; a tab
+        that is leaving (or has just left) is first followed to its next document (_arrive)."""
+        page, known = self.pages[tab], self._listed[tab]
+        try:
+            state = page.evaluate(_LIST, [known.document, known.changes] if known else [None, -1])
+        except Exception:  # noqa: BLE001 - playwright's errors: the document went while being read
+            self._arrive(tab, known.document if known else None)
+            return
+        if state["leaving"] is not None:
+            self._leave(tab, state["document"], state["leaving"])
+            return
+        if known is not None and state["document"] != known.document:      # it moved by itself
+            self._settle(tab)
+            return
+        if state["tools"] is not None:
+            self._listed[tab] = _Listing(state["document"], state["changes"], state["tools"])
+
+    def _leave(self, tab: int, document_: str | None, url: str) -> None:
+        """The document in tab `tab` began a navigation to `url`: followed to the next one; one to
+        another origin was refused (the route guard), so the document stays."""
+        if origin_of(url) != self.origin:
+            if url not in self.refused:
+                self.refused.append(url)
+            _evaluated(self.pages[tab], "() => window.__webmcpConsumer?.stay()")
             self._listed[tab] = None
+            return
+        self._arrive(tab, document_)
+
+    def _arrive(self, tab: int, before: str | None) -> None:
+        """Wait (bounded) for a document other than `before` to load in tab `tab`, then for its tools."""
+        try:
+            self.pages[tab].wait_for_function(_ARRIVED, arg=before, polling=10, timeout=READY_S * 1000)
+        except Exception:  # noqa: BLE001 - a page that never loads is reported by the next call
+            pass
+        self._settle(tab)
+
+    def _settle(self, tab: int) -> None:
+        """The tab's new document's tools, once it has registered some and the list has held still
+        for QUIET_S (a page may register them after its load event), or what it has after ARRIVE_S."""
+        self._listed[tab] = None
+        deadline, page = time.perf_counter() + ARRIVE_S, self.pages[tab]
+        last, since = None, time.perf_counter()
+        while True:
+            try:
+                state = page.evaluate(_LIST, [None, -1])
+            except Exception:  # noqa: BLE001 - still navigating: try again
+                state = None
+            now = time.perf_counter()
+            if state is not None and state["leaving"] is None:
+                mark = (state["document"], state["changes"])
+                if mark != last:
+                    last, since = mark, now
+                listing = _Listing(state["document"], state["changes"], state["tools"])
+                if (state["tools"] and now - since >= QUIET_S) or now > deadline:
+                    self._listed[tab] = listing
+                    return
+            elif now > deadline:
+                return
+            page.wait_for_timeout(10)
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run a tool in the page that registered it; its return value, or a typed error."""
-        owner = next((t for t in self.tools() if t.name == name), None)
+        owner = next((t for t in self._known() if t.name == name), None)
+        if owner is None:                     # not as last read: read again (a page may have moved on)
+            owner = next((t for t in self.tools() if t.name == name), None)
         if owner is None:
             return {"error": "unknown_tool", "name": name}
-        page = self.pages[owner.tab]
+        answer = self._run(owner.tab, name, arguments)
+        if isinstance(answer, dict) and answer.get("__webmcp") == "leaving":
+            # the document was going away, and the call did not run: run it where the tool is now
+            owner = next((t for t in self.tools() if t.name == name), None)
+            if owner is None:
+                return {"error": "unknown_tool", "name": name}
+            answer = self._run(owner.tab, name, arguments)
+        return answer
+
+    def _run(self, tab: int, name: str, arguments: dict[str, Any]) -> Any:
+        page, listing = self.pages[tab], self._listed[tab]
         before, refused_before = page.url, len(self.refused)
+        start_over = self._start_over.pop(tab, None)
         started = time.perf_counter()
         try:
-            answer = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000)])
+            ran = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000), start_over])
+            if ran["answer"].get("__webmcp") == "no_start_over":        # it could not: load it, then call
+                self.open(start_over, tab)
+                ran = page.evaluate(_CALL, [name, arguments, int(self.timeout_s * 1000), None])
         except Exception as error:  # noqa: BLE001 - playwright's errors: a page that went away or broke
             moved = _moved(page.url, before) or "destroyed" in str(error) or "navigat" in str(error)
-            answer = {"__webmcp": "navigation" if moved else "page_error", "message": str(error).splitlines()[0][:300]}
+            ran = {"answer": {"__webmcp": "navigation" if moved else "page_error",
+                              "message": first_line(error)[:300]}, "changes": -1, "leaving": None}
+            if moved:
+                self._arrive(tab, listing.document if listing else None)
         self.call_ms.append((time.perf_counter() - started) * 1000)
-        if isinstance(answer, dict) and "changes" in answer:   # a toolchange since the list was read
-            listed = self._listed[owner.tab]
-            if listed is not None and listed[0] != answer["changes"]:
-                self._forget(owner.tab)
-            answer = answer["answer"]
+        answer, leaving = ran["answer"], ran.get("leaving")
+        if leaving is not None and answer.get("__webmcp") != "leaving":
+            # the page is going: followed to the next document. The call is a navigation when it
+            # was going by the time the tool's execute settled (consumer.js `left`), whether or not
+            # the answer got back before the document went: that was a race, not the page's word
+            self._leave(tab, listing.document if listing else None, leaving)
+            if ran.get("left") is not None and origin_of(ran["left"]) == self.origin:
+                answer = {"__webmcp": "navigation"}
+        elif listing is not None and ran["changes"] != listing.changes:      # a toolchange since it was read
+            self._listed[tab] = None
         outside = self.refused[refused_before:]
         if outside:
             return {"error": "outside_origin", "url": outside[-1][:200]}
-        kind = answer.get("__webmcp") if isinstance(answer, dict) else None
-        if kind == "navigation" or _moved(page.url, before):
-            self._settle(page, before)
+        kind = answer.get("__webmcp")
+        if kind == "navigation":
             return {"error": "navigation", "url": page.url[:200]}
         if kind == "timeout":
             return {"error": "timeout", "seconds": self.timeout_s}
@@ -296,14 +473,9 @@ class WebMCPDriver:
             return {"error": "unknown_tool", "name": name}
         if kind == "page_error":
             return {"error": "page_error", "message": answer.get("message", "")}
-        return answer["value"] if isinstance(answer, dict) and "value" in answer else answer
-
-    def _settle(self, page: Any, before: str) -> None:
-        """After a navigation, the new document loaded (its tools registered) or given up on."""
-        try:
-            page.wait_for_url(lambda url: _moved(url, before), wait_until="load", timeout=READY_S * 1000)
-        except Exception:  # noqa: BLE001 - a page that never loads is reported by the next call
-            pass
+        if kind == "leaving":
+            return answer
+        return answer.get("value")
 
 
 def _evaluated(page: Any, script: str, *arg: Any) -> Any:
@@ -329,23 +501,5 @@ def _moved(now: str, before: str) -> bool:
     """A navigation to another document: a change of the URL beyond its #fragment."""
     return _document(now) != _document(before)
 
-
-class PageToolsOf:
-    """The agent loop's view of the open pages (world.agent.PageTools): the tools they registered,
-    read now, plus finish (the agent's own: it ends the turn and changes nothing a page shows);
-    each call runs in its page."""
-
-    def __init__(self, driver: WebMCPDriver) -> None:
-        self.driver = driver
-        self._known: ToolSet | None = None
-
-    @property
-    def tools(self) -> ToolSet:
-        """The tools as the pages register them now (a navigation or a toolchange changes them)."""
-        listed = [t.definition() for t in self.driver.tools()] + [TOOLS_BY_NAME[FINISH]]
-        if self._known is None or self._known.tools != listed:
-            self._known = ToolSet(listed)
-        return self._known
-
-    def execute(self, call: dict[str, Any]) -> Any:
-        return self.driver.call(call["name"], call["arguments"])
+__all__ = ["CHROMIUM", "FLAGS", "MODES", "NATIVE_FLAG", "NATIVE_SINCE", "OutsideOrigin", "PageTool", "PageToolsOf",
+           "WebMCPDriver", "WebMCPUnavailable", "first_line", "launch_flags", "origin_of", "outside_of"]

@@ -1,32 +1,19 @@
-// WebMCP for a browser without it, and a consumer for the agent driver (world/webmcp/driver.py).
-// Run as an init script before any page script. Follows the draft spec (webmachinelearning/webmcp,
-// index.bs and declarative-api-explainer.md): document.modelContext is an EventTarget with
-// registerTool(tool, {signal}) and a `toolchange` event; navigator.modelContext is the same object,
-// with provideContext({tools}) / clearContext() for pages written against the older API; a
-// <form toolname tooldescription [toolautosubmit]> is a tool whose schema comes from its controls
-// and whose call fills them and submits, the page answering through SubmitEvent.respondWith().
-// Where the browser has its own WebMCP and its testing interface, that is used instead.
+// WebMCP for a browser without it (or a page tested against it), and the agent driver's consumer
+// on it (world/webmcp/driver.py). Run as an init script after consumer.js, before any page script.
+// Follows the draft spec (webmachinelearning/webmcp, index.bs and declarative-api-explainer.md) as
+// Chromium 156 implements it, so a page reads the same in either mode: document.modelContext is an
+// EventTarget with registerTool(tool, {signal, exposedTo}), getTools(), executeTool(tool, input,
+// {signal}) and the toolchange / toolactivated / toolcancel events; annotations readOnlyHint,
+// untrustedContentHint and consequentialHint; a <form toolname tooldescription [toolautosubmit]>
+// is a tool whose schema comes from its controls (toolparamdescription gives a property's
+// description) and whose call fills them and submits, the page answering through
+// SubmitEvent.respondWith(). navigator.modelContext with provideContext({tools}) / clearContext()
+// is kept for pages written against the older API.
 (() => {
-  if (window.__webmcpConsumer) return;
-  const JSONable = value => (value === undefined ? null : JSON.parse(JSON.stringify(value)));
+  if (window.__webmcpConsumer || !window.__webmcpMakeConsumer) return;
+  // as the browser fails a call: a thrown error (its message kept, as the driver's native consumer keeps it)
   const failure = error => ({__webmcp: "page_error", message: String(error && error.message || error).slice(0, 500)});
-  const testing = navigator.modelContextTesting;
-  if (document.modelContext && testing && typeof testing.listTools === "function") {
-    const parse = text => { try { return typeof text === "string" ? JSON.parse(text) : text; } catch { return text; } };
-    window.__webmcpConsumer = {
-      kind: "native", changes: 0,
-      list: async () => (await testing.listTools()).map(t => ({
-        name: t.name, title: t.title ?? null, description: t.description, inputSchema: parse(t.inputSchema) ?? {},
-        annotations: {readOnlyHint: !!(t.annotations?.readOnlyHint ?? t.readOnlyHint),
-                      untrustedContentHint: !!(t.annotations?.untrustedContentHint ?? t.untrustedContentHint)}})),
-      call: async (name, input) => {
-        try { return {value: JSONable(parse(await testing.executeTool(name, JSON.stringify(input))))}; }
-        catch (error) { return failure(error); }
-      },
-    };
-    document.modelContext.addEventListener?.("toolchange", () => { window.__webmcpConsumer.changes += 1; });
-    return;
-  }
+  const HINTS = ["readOnlyHint", "untrustedContentHint", "consequentialHint"];
 
   const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
   const tools = new Map();            // name -> {title, description, inputSchema (text), execute, annotations, owner}
@@ -42,6 +29,25 @@
 
     registerTool(tool, options = {}) {
       return add(tool, options, "script");
+    }
+
+    // The consumer's side, as the browser offers it: what getTools lists, and a call of one of them.
+    async getTools() {
+      return ordered().map(([name, t]) => ({name, title: t.title ?? "", description: t.description,
+        inputSchema: t.inputSchema ? JSON.parse(t.inputSchema) : undefined,
+        ...(t.owner instanceof HTMLFormElement ? {} : {annotations: {...t.annotations}}), window}));
+    }
+
+    async executeTool(tool, input, {signal} = {}) {
+      if (input === null || typeof input !== "object" || Array.isArray(input))
+        throw new TypeError("Failed to execute 'executeTool' on 'ModelContext': invalid input object: value is not an object");
+      const entry = tools.get(tool?.name);
+      if (!entry) throw new DOMException(`No tool named ${tool?.name}.`, "NotFoundError");
+      signal?.addEventListener("abort", () => context.dispatchEvent(Object.assign(new Event("toolcancel"), {toolName: tool.name})));
+      context.dispatchEvent(Object.assign(new Event("toolactivated"), {toolName: tool.name}));
+      const script = !(entry.owner instanceof HTMLFormElement);
+      try { return consumer.asBrowserSends(await entry.execute(input)); }
+      finally { if (script) consumer.settled(tool.name); }
     }
 
     // The older API: the tools given replace those given by an earlier provideContext.
@@ -73,9 +79,8 @@
     catch (error) { return Promise.reject(error); }
     if (signal?.aborted) return Promise.reject(signal.reason);
     const entry = {title: tool.title ?? null, description: String(tool.description), inputSchema: schema,
-                   execute: tool.execute, owner,
-                   annotations: {readOnlyHint: !!tool.annotations?.readOnlyHint,
-                                 untrustedContentHint: !!tool.annotations?.untrustedContentHint}};
+                   execute: input => tool.execute(input), owner,
+                   annotations: Object.fromEntries(HINTS.map(hint => [hint, !!tool.annotations?.[hint]]))};
     tools.set(name, entry);
     signal?.addEventListener("abort", () => { if (tools.get(name) === entry) { tools.delete(name); changed(); } });
     if (notify) changed();
@@ -87,7 +92,7 @@
   function changed() {
     if (pending) return;
     pending = true;
-    setTimeout(() => { pending = false; window.__webmcpConsumer.changes += 1; context.dispatchEvent(new Event("toolchange")); }, 0);
+    setTimeout(() => { pending = false; consumer.toolsChanged(); context.dispatchEvent(new Event("toolchange")); }, 0);
   }
   Object.defineProperty(Document.prototype, "modelContext", {configurable: true, get: () => context});
   Object.defineProperty(Navigator.prototype, "modelContext", {configurable: true, get: () => context});
@@ -95,26 +100,28 @@
   // -- declarative tools: <form toolname tooldescription> -------------------------------------
   const forms = new Map();            // form -> the tool name it registered
 
+  // As Chromium 156 synthesizes a property from a control (the spec's algorithm is still a TODO):
+  // a select is its options as anyOf consts (with their labels) and an enum, the empty one
+  // included; a number field is a number with its bounds, multipleOf its step unless "any"; a
+  // checkbox a boolean; anything else a string. Only toolparamdescription adds a description.
   function propertyOf(control) {
     let schema;
-    if (control.tagName === "SELECT") schema = {type: "string", enum: [...control.options].map(o => o.value).filter(v => v !== "")};
-    else if (control.type === "checkbox") schema = {type: "boolean"};
+    if (control.tagName === "SELECT") {
+      const options = [...control.options];
+      schema = {type: "string", anyOf: options.map(o => ({type: "string", const: o.value, title: o.label})),
+                enum: options.map(o => o.value)};
+    } else if (control.type === "checkbox") schema = {type: "boolean"};
     else if (control.type === "number" || control.type === "range") {
-      schema = {type: control.step === "any" || (control.step && !Number.isInteger(Number(control.step))) ? "number" : "integer"};
+      schema = {type: "number"};
       if (control.min !== "") schema.minimum = Number(control.min);
       if (control.max !== "") schema.maximum = Number(control.max);
-    } else {
-      schema = {type: "string"};
-      if (control.minLength > 0) schema.minLength = control.minLength;
-      if (control.maxLength >= 0 && control.hasAttribute("maxlength")) schema.maxLength = control.maxLength;
-    }
+      if (control.step !== "any") schema.multipleOf = control.step === "" ? 1 : Number(control.step);
+    } else schema = {type: "string"};
     const description = control.getAttribute("toolparamdescription");
     if (description) schema.description = description;
     return schema;
   }
 
-  // The spec's "synthesize a declarative JSON Schema object" is a TODO; this reads each named
-  // control: its kind, its bounds, whether it is required.
   function synthesize(form) {
     const properties = {}, required = [];
     for (const control of form.elements) {
@@ -122,30 +129,65 @@
       properties[control.name] = propertyOf(control);
       if (control.required) required.push(control.name);
     }
-    return {type: "object", properties, required, additionalProperties: false};
+    return {type: "object", properties, required};
   }
 
   async function submitForm(form, input) {
+    const names = new Set([...form.elements].map(control => control.name).filter(Boolean));
+    const stranger = Object.keys(input).find(key => !names.has(key));
+    if (stranger !== undefined)       // the browser's own words for it
+      throw new DOMException(`Input contains a parameter "${stranger}" but there is no such parameter for the tool`,
+                             "UnknownError");
     for (const control of form.elements) {
       if (!control.name || !(control.name in input)) continue;
       if (control.type === "checkbox") control.checked = !!input[control.name];
       else control.value = String(input[control.name]);
     }
-    if (!form.hasAttribute("toolautosubmit")) {
-      form.querySelector("[type=submit], button:not([type])")?.focus();
-      return {filled: true, note: "The form is filled; the person submits it."};
-    }
-    let response = null;
-    const event = new SubmitEvent("submit", {bubbles: true, cancelable: true});
-    Object.defineProperties(event, {
-      agentInvoked: {value: true},
-      agentInput: {value: input},      // beyond the draft: the values as given (a text field drops line breaks)
-      respondWith: {value: promise => { response = Promise.resolve(promise); }},
+    // as in the browser, a reset of the form while the call runs cancels it
+    let cancel;
+    const cancelled = new Promise((_, reject) => { cancel = () => reject(
+      new DOMException("Tool execution cancelled by a form reset", "AbortError")); });
+    form.addEventListener("reset", cancel, {once: true});
+    try { return await Promise.race([submitted(form, form.hasAttribute("toolautosubmit")), cancelled]); }
+    finally { form.removeEventListener("reset", cancel); }
+  }
+
+  // The call's answer, as the browser gives it: what the page hands respondWith() on the submit
+  // (the agent's own with toolautosubmit, else the person's, waited for), null when the submission
+  // goes ahead (a navigation), an error when the page prevents it and answers nothing.
+  function submitted(form, byAgent) {
+    return new Promise((resolve, reject) => {
+      const dress = event => {
+        let response = null;
+        Object.defineProperties(event, {agentInvoked: {value: true},
+                                        respondWith: {value: promise => { response = Promise.resolve(promise); }}});
+        return () => response;
+      };
+      const settle = (event, response) => {
+        if (response) resolve(response);
+        else if (event.defaultPrevented) reject(new DOMException("The site has a programming error: it called " +
+          "preventDefault() on the 'submit' event, without also calling respondWith() with the tool result", "UnknownError"));
+        else resolve(null);
+      };
+      if (byAgent) {
+        const event = new SubmitEvent("submit", {bubbles: true, cancelable: true});
+        const response = dress(event);
+        form.dispatchEvent(event);
+        if (event.defaultPrevented || response()) return settle(event, response());
+        // the submission goes ahead: answered once its navigation has begun (form.submit() plans it
+        // for a later task), as the browser answers, so the driver sees the page leave
+        const begun = () => { clearTimeout(late); settle(event, null); };
+        const late = setTimeout(begun, 1000);
+        window.navigation?.addEventListener("navigate", begun, {once: true});
+        form.submit();
+      } else {
+        form.querySelector("[type=submit], button:not([type])")?.focus();
+        form.addEventListener("submit", event => {
+          const response = dress(event);
+          setTimeout(() => settle(event, response()), 0);      // after the page's own listeners
+        }, {capture: true, once: true});
+      }
     });
-    form.dispatchEvent(event);
-    if (response) return response;
-    if (!event.defaultPrevented) { form.submit(); return {submitted: true}; }
-    return {submitted: false};
   }
 
   function scanForms() {
@@ -179,22 +221,29 @@
   });
   const watch = () => {
     observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
-      attributeFilter: ["toolname", "tooldescription", "toolautosubmit", "name", "required", "minlength", "min", "max"]});
+      attributeFilter: ["toolname", "tooldescription", "toolautosubmit", "toolparamdescription", "name", "required",
+                      "min", "max", "step"]});
     scanForms();
   };
   if (document.documentElement) watch(); else document.addEventListener("readystatechange", watch, {once: true});
 
-  // -- the consumer the driver calls ------------------------------------------------------------
-  window.__webmcpConsumer = {
-    kind: "polyfill", changes: 0,
-    list: async () => [...tools].map(([name, t]) => ({
-      name, title: t.title, description: t.description, inputSchema: t.inputSchema ? JSON.parse(t.inputSchema) : {},
-      annotations: {...t.annotations}})),
-    call: async (name, input) => {
-      const tool = tools.get(name);
-      if (!tool) return {__webmcp: "unknown_tool"};
-      try { return {value: JSONable(await tool.execute(input))}; }
+  // script tools in the order they were registered, then declarative forms in document order
+  function ordered() {
+    const entries = [...tools];
+    const formsInOrder = [...document.querySelectorAll("form[toolname]")];
+    const rank = ([, t]) => (t.owner instanceof HTMLFormElement ? 1e9 + formsInOrder.indexOf(t.owner) : 0);
+    return entries.map((entry, i) => [entry, rank(entry) || i]).sort((a, b) => a[1] - b[1]).map(([entry]) => entry);
+  }
+
+  // -- the consumer the driver calls, through the same getTools / executeTool a page could use ---
+  const consumer = window.__webmcpMakeConsumer("polyfill", {
+    list: async () => (await context.getTools()).map(t => ({
+      name: t.name, title: t.title || null, description: t.description, inputSchema: t.inputSchema ?? {},
+      annotations: Object.fromEntries(HINTS.map(hint => [hint, !!t.annotations?.[hint]]))})),
+    call: async (name, input, signal) => {
+      if (!tools.has(name)) return {__webmcp: "unknown_tool"};
+      try { return {value: consumer.asDriverReads(await context.executeTool({name}, input, {signal}))}; }
       catch (error) { return failure(error); }
     },
-  };
+  });
 })();

@@ -72,14 +72,15 @@ function draw(world) {
   $("activity-list").tBodies[0].replaceChildren(...world.activities.map(a => row([a.id, a.status])));
 }
 
-// Another session's world, drawn as a fresh load draws it: empty forms, no results.
-async function startOver(session) {
+// Another session's world, drawn as a fresh load draws it: empty forms, no results (`fetch`
+// false: the next tool call's answer brings the world, and draws it).
+async function startOver(session, fetch = true) {
   state.session = session;
   $("to-shop").href = `/apps/shop/?${params}`;
   for (const tool of document.querySelectorAll("form[data-tool]")) tool.reset();
   for (const box of document.querySelectorAll("[data-result]")) box.textContent = "";
   $("invoice-results").tBodies[0].replaceChildren();
-  draw(await api(`s/${session}/state?app=office`));
+  if (fetch) draw(await api(`s/${session}/state?app=office`));
 }
 
 async function main() {

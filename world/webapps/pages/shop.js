@@ -138,7 +138,8 @@ async function checkout(input) {
     $("checkout-status").textContent = `Not placed: ${answer.error}.`;
   } else {
     $("checkout-status").textContent = "";
-    form.reset();
+    // emptied, not reset: a form reset cancels the agent's call of this form (WebMCP), answer and all
+    for (const control of form.elements) if (control.name) control.value = "";
     $("confirmation-text").textContent =
       `Thank you, ${input.name}. Order ${answer.order} is placed: ${money(answer.total)}, to ${input.address}. ` +
       `A confirmation goes to ${input.email}.`;
@@ -166,15 +167,16 @@ function route() {
   if (view === "cart") window.scrollTo(0, $("cart-panel").getBoundingClientRect().top + window.scrollY - 8);
 }
 
-// Another session's world, drawn as a fresh load draws it: no search, empty forms and notes.
-async function startOver(session) {
+// Another session's world, drawn as a fresh load draws it: no search, empty forms and notes
+// (`fetch` false: the next tool call's answer brings the world, and draws it).
+async function startOver(session, fetch = true) {
   state.session = session;
   state.lastSearch = null;
   $("to-office").href = `/apps/office/?${params}`;
   for (const id of ["search", "add", "checkout"]) $(id).reset();
   for (const id of ["add-status", "checkout-status", "confirmation-text", "product-title", "product-facts"])
     $(id).textContent = "";
-  draw(await api(`s/${session}/state?app=shop`));
+  if (fetch) draw(await api(`s/${session}/state?app=shop`));
 }
 
 async function main() {
@@ -208,8 +210,7 @@ async function main() {
   });
   form.addEventListener("submit", event => {
     event.preventDefault();
-    const input = event.agentInvoked && event.agentInput ? event.agentInput
-                                                         : readFields(form, state.tools.checkout_guest.inputSchema);
+    const input = readFields(form, state.tools.checkout_guest.inputSchema);    // filled by the agent or typed
     const placed = checkout(input);
     if (event.agentInvoked && typeof event.respondWith === "function") event.respondWith(placed);
     placed.catch(showPageError);

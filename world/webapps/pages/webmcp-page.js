@@ -30,9 +30,10 @@ export async function sessionId() {
 // tab): window.startOver(url) puts url's query in the address, drops the #fragment (the start
 // view), and has `reset(session)` redraw the page as a fresh load on that session would show it.
 // The tools stay registered: they are the same for every session. A url of another page answers
-// false, and the caller loads it instead.
+// false, and the caller loads it instead. {draw: false}: the session's world is not fetched, the
+// caller's next tool call brings it (every call answers with the page's state) and draws it.
 export function offerStartOver(reset) {
-  window.startOver = async href => {
+  window.startOver = async (href, {draw = true} = {}) => {
     const next = new URL(href, location.href);
     if (next.origin !== location.origin || next.pathname !== location.pathname || !next.searchParams.get("session"))
       return false;
@@ -42,7 +43,7 @@ export function offerStartOver(reset) {
     document.getElementById("page-error").hidden = true;
     // the last task's highlights (a load has none)
     for (const node of document.querySelectorAll(".flash")) node.classList.remove("flash");
-    await reset(params.get("session"));
+    await reset(params.get("session"), draw);
     window.scrollTo(0, 0);
     return true;
   };
@@ -139,6 +140,8 @@ export function buildFields(form, schema, {labels = {}, skip = []} = {}) {
     }
     control.name = key;
     control.required = schema.required.includes(key);
+    // a declarative tool's parameter description (the browser puts it in the schema it synthesizes)
+    if (property.description) control.setAttribute("toolparamdescription", property.description);
     label.append(control);
     box.append(label);
   }
