@@ -43,6 +43,7 @@ LABELS = {
     "tokens_per_s": "tokens/s",
     "stop_reason": "stopped by",
     "edits": "edits",
+    "upstream_tokens_per_forward": "tokens per forward (transformers' count)",
 }
 # What a line of numbers covers; every view names it in these words (scope_label).
 SCOPES = {
@@ -63,6 +64,10 @@ MEANINGS = {
     "stop_reason": "length (the canvas was full), eos (the model ended its answer) or cancelled (Stop).",
     "edits": "Decided answer tokens rewritten to another token (editing and remasking samplers); an edited "
              "position still counts once in answer tokens.",
+    "upstream_tokens_per_forward": "DiffusionGemma only: transformers' generate counts every generated token that "
+                                   "is not padding, the end-of-sequence token included, over the same decoder "
+                                   "forwards; answer tokens leave the end-of-sequence token out, so this is higher "
+                                   "by 1/forwards when the answer ended.",
 }
 
 
@@ -132,6 +137,20 @@ def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:
     return out
 
 
+def upstream_tokens_per_forward(frames: Sequence[Frame], ends: Ends, stop_reason: str) -> float:
+    """tokens_per_forward as transformers 5.25's DiffusionGemma `generate` returns it
+    (`_compute_tokens_per_forward`): the generated canvases' tokens that are not pad, after it padded
+    everything past the first EOS of the canvas it stopped on, over the decoder forwards. It keeps
+    the EOS itself (answer tokens do not), and with no pad id it counts every token."""
+    if not frames:
+        return 0.0
+    canvas = frames[-1].canvas
+    if stop_reason == "eos":
+        canvas = canvas[: ends.cut(canvas) + 1]
+    kept = sum(t != ends.pad_id for t in canvas) if ends.pad_id is not None else len(canvas)
+    return tokens_per_forward(kept, frames[-1].nfe)
+
+
 def tokens_per_forward(answer_tokens: int, forwards: int) -> float:
     return answer_tokens / forwards if forwards else 0.0
 
@@ -195,6 +214,8 @@ def formatted(stats: Stats) -> dict[str, str]:
         del out["wall_s"]
     if not stats.edits:                 # shown only where a run rewrote something
         del out["edits"]
+    if stats.upstream_tokens_per_forward is not None:   # a uniform-noise run: transformers' count beside ours
+        out["upstream_tokens_per_forward"] = f"{stats.upstream_tokens_per_forward:.2f}"
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from engine.metrics import Ends, numbers
+from engine.metrics import Ends, numbers, upstream_tokens_per_forward
 from engine.trace import Frame, Result
 
 
@@ -28,8 +28,11 @@ def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, le
     ends = Ends.of(backend, length)
     token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
     stats = numbers(frames, ends, stop_reason, wall_s=seconds)
+    if backend.uniform_noise:
+        stats.upstream_tokens_per_forward = upstream_tokens_per_forward(frames, ends, stop_reason)
     mask_id = ends.mask_id
     ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
     pieces = pieces_of(backend, ids)
     return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
-                  mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id)
+                  mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id,
+                  uniform_noise=backend.uniform_noise)
