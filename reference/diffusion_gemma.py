@@ -34,18 +34,19 @@ import torch
 from reference.tiny import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
 
 
-def random_diffusion_gemma(*, seed: int, canvas_length: int = 16, initializer_range: float = 0.1):
+def random_diffusion_gemma(*, seed: int, canvas_length: int = 16, initializer_range: float = 0.1, hidden: int = 64,
+                           layers: int = 2):
     """A seeded random DiffusionGemmaForBlockDiffusion over the tiny vocabulary: hidden 64, 2 layers
-    (one sliding, one full attention), 4 experts (2 active), and a one-layer vision tower
+    (sliding attention, the last one full), 4 experts (2 active), and a one-layer vision tower
     (the default one alone would make it ~170 M parameters). Eval mode, float32, CPU."""
     from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
     from transformers.utils import logging
 
     torch.manual_seed(seed)
-    text = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                num_attention_heads=2, num_key_value_heads=1, head_dim=32, num_experts=4, top_k_experts=2,
-                moe_intermediate_size=32, sliding_window=64, max_position_embeddings=1024,
-                layer_types=["sliding_attention", "full_attention"],
+    text = dict(vocab_size=VOCAB_SIZE, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=hidden // 2, num_experts=4, top_k_experts=2,
+                moe_intermediate_size=hidden // 2, sliding_window=64, max_position_embeddings=1024,
+                layer_types=["sliding_attention"] * (layers - 1) + ["full_attention"],
                 pad_token_id=PAD_ID, eos_token_id=EOS_ID, bos_token_id=BOS_ID)
     vision = {"model_type": "gemma4_vision", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
               "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16}
