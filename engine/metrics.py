@@ -103,6 +103,15 @@ class Ends:
         return [int(canvas[i]) for i in self.answer_positions(canvas)]
 
 
+def decided_answer_positions(frame: Frame, ends: Ends) -> list[int]:
+    """The answer positions of a frame's canvas that are decided: all of them, except on a
+    uniform-noise step inside a canvas, whose draft is not decided until the canvas ends."""
+    positions = ends.answer_positions(frame.canvas)
+    if frame.noise is not None and not frame.noise.stop_rule:
+        positions = [p for p in positions if p < frame.noise.start]
+    return positions
+
+
 def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
     """Answer tokens decided by each frame, judged against the last frame's canvas (a position
     that later falls after the answer's EOS, or is EOS fill, does not count). A position counts
@@ -165,7 +174,7 @@ def numbers(frames: Sequence[Frame], ends: Ends, stop_reason: str, wall_s: float
         return Stats(nfe=0, new_tokens=0, tokens_per_forward=0.0, seconds=0.0, tokens_per_s=0.0,
                      first_token_s=None, stop_reason=stop_reason, wall_s=wall_s)
     per_frame = answer_commits(frames, ends)
-    answer = len(ends.answer_positions(frames[-1].canvas))
+    answer = len(decided_answer_positions(frames[-1], ends))
     nfe, model_s = frames[-1].nfe, frames[-1].elapsed_s
     first = next((f.elapsed_s for f, n in zip(frames, per_frame) if n), None)
     return Stats(nfe=nfe, new_tokens=answer, tokens_per_forward=tokens_per_forward(answer, nfe), seconds=model_s,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from engine.metrics import Ends, numbers, upstream_tokens_per_forward
+from engine.metrics import Ends, decided_answer_positions, numbers, upstream_tokens_per_forward
 from engine.trace import Frame, Result
 
 
@@ -26,7 +26,7 @@ def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, le
     so the generation length cuts the answer: it never holds more than gen_length tokens.
     """
     ends = Ends.of(backend, length)
-    token_ids = ends.answer_ids(frames[-1].canvas) if frames else []
+    token_ids = [frames[-1].canvas[p] for p in decided_answer_positions(frames[-1], ends)] if frames else []
     stats = numbers(frames, ends, stop_reason, wall_s=seconds)
     if backend.uniform_noise:
         stats.upstream_tokens_per_forward = upstream_tokens_per_forward(frames, ends, stop_reason)
