@@ -21,7 +21,7 @@ from typing import Any
 from markupsafe import Markup
 
 from engine.metrics import Ends, scope_label
-from engine.result import pieces_of
+from engine.result import pieces_of, shown_ids
 from engine.trace import Frame, GenerationConfig, Result, Stats, block_size_of
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
@@ -81,7 +81,7 @@ class TraceView:
     # -- live ---------------------------------------------------------------------------------
     def add(self, frame: Frame, backend: Any) -> None:
         self.frames.append(frame)
-        self.pieces.update(pieces_of(backend, frame.canvas, self.pieces))
+        self.pieces.update(pieces_of(backend, shown_ids(frame), self.pieces))
 
     def finish(self, result: Result) -> None:
         self.result, self.stats = result, result.stats

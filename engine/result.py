@@ -16,6 +16,14 @@ def pieces_of(backend, token_ids: Iterable[int], known: Mapping[int, str] | None
     return {t: backend.token_piece(t) for t in sorted(set(token_ids).difference(known or ()))}
 
 
+def shown_ids(frame: Frame) -> list[int]:
+    """Every token id a view of this frame draws: its canvas, and a uniform-noise step's draft and
+    noisy canvas (random tokens the canvas never holds)."""
+    if frame.noise is None:
+        return frame.canvas
+    return [*frame.canvas, *frame.noise.draft, *frame.noise.noisy]
+
+
 def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, length: int | None = None) -> Result:
     """The Result of a (possibly partial) list of frames; everything is derived from them.
 
@@ -31,7 +39,7 @@ def summarize(backend, frames: list[Frame], seconds: float, stop_reason: str, le
     if backend.uniform_noise:
         stats.upstream_tokens_per_forward = upstream_tokens_per_forward(frames, ends, stop_reason)
     mask_id = ends.mask_id
-    ids = {t for f in frames for t in f.canvas} | ({mask_id} if mask_id is not None else set())
+    ids = {t for f in frames for t in shown_ids(f)} | ({mask_id} if mask_id is not None else set())
     pieces = pieces_of(backend, ids)
     return Result(token_ids=token_ids, text=backend.decode(token_ids), frames=frames, stats=stats,
                   mask_id=mask_id, pieces=pieces, eos_ids=sorted(ends.eos_ids), pad_id=ends.pad_id,

@@ -45,6 +45,7 @@ def test_each_step_draws_noise_accepted_and_changed_never_masks():
             assert f"renoised: <b>{len(step.renoised)}</b>" in html
             assert "stop:" not in html
         assert f"canvas: <b>{frame.block + 1}/2</b>" in html and f"step: <b>{frame.round + 1}</b>" in html
+        assert "\u27e8" not in html                              # every random token has its piece
     assert any(f.noise.changed for f in result.frames)          # the run above did show changed tokens
 
 
