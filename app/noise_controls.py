@@ -64,3 +64,36 @@ def _slider(name: str, value: Any, prefix: str) -> gr.Slider:
     low, high, step = RANGES[name]
     return gr.Slider(low, high, value=value, step=step, label=setting_label(name), info=INFO[name],
                      elem_id=f"{prefix}-{name.replace('_', '-')}")
+
+
+def noise_model_settings(ctx: Any, name: str | None) -> dict[str, Any] | None:
+    """The decoding settings of `name` when it is a uniform-noise model (its catalog or folder
+    defaults; for one handed to the app, DiffusionGemma's decoding at its own canvas length), else
+    None. Picking such a model sets the controls to them: a masked model's settings (its sampler,
+    a block of 16) would be refused or would not decode as the model does."""
+    from engine import catalog
+    from engine.backends.base import BackendError
+    from engine.presets import DECODINGS
+
+    row = next((r for r in ctx.registry.listing() if r.get("name") == name), None)
+    if not name or row is None or row.get("driver") != "uniform_noise":
+        return None
+    if row.get("source") != "in memory":
+        try:
+            return dict(catalog.resolve(name).defaults)
+        except BackendError:
+            return None
+    canvas = ctx.registry.get(name).canvas_length
+    return {**DECODINGS["diffusion_gemma"].settings, "block_size": canvas, "gen_length": 2 * canvas}
+
+
+def follow_noise_models(ctx: Any, model: gr.Dropdown, controls: Mapping[str, gr.Component]) -> None:
+    """Wire `model` so that choosing a uniform-noise model sets `controls` to its settings (other
+    models leave the controls as they are)."""
+    names = list(controls)
+
+    def settings_for(name: str | None) -> list[Any]:
+        chosen = noise_model_settings(ctx, name) or {}
+        return [chosen[n] if n in chosen else gr.skip() for n in names]
+
+    model.change(settings_for, [model], list(controls.values()), api_visibility="private", show_progress="hidden")
