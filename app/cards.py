@@ -19,6 +19,7 @@ from typing import Any
 from engine import catalog
 
 from .live import markdown_safe as escape
+from .noise_controls import CARD as NOISE_CARD
 
 CARD_FILE = "playground.json"
 GENERAL_EXAMPLES = (
@@ -40,6 +41,7 @@ class Card:
     examples: list[dict[str, Any]] = field(default_factory=list)   # {"prompt", "task"?}
     # the system texts the model was trained with ([]: none at all); None: the card does not say
     system_prompts: list[str] | None = None
+    decoding: str = ""          # how its decoding settings act, where it decodes unlike a masked model
 
     @property
     def prompts(self) -> list[str]:
@@ -71,21 +73,25 @@ def card_for(name: str, listing: list[dict[str, Any]] | None = None) -> Card:
     general = [{"prompt": p} for p in GENERAL_EXAMPLES]
     if not name:
         return Card(title="No model", summary="Choose a model to see what it can do.", examples=general)
+    row = next((r for r in listing or [] if r.get("name") == name), None)
+    preset = catalog.PRESETS_BY_NAME.get(name)
+    noise = (row or {}).get("driver") == "uniform_noise" or (preset is not None and preset.driver == "uniform_noise")
+    decoding = NOISE_CARD if noise else ""
     candidates = [catalog.models_dir() / name, Path(name).expanduser()]
     for folder in candidates:
         try:
             if folder.is_dir():
                 found = _folder_card(folder, name)
                 if found is not None:
+                    found.decoding = found.decoding or decoding
                     return found
         except OSError:
             continue
-    row = next((r for r in listing or [] if r.get("name") == name), None)
     description = (row or {}).get("description") or ""
     if not description and name in catalog.PRESETS_BY_NAME:
         description = catalog.PRESETS_BY_NAME[name].description
     return Card(title=name, summary=description or "A model without a capability card: try ordinary prompts.",
-                examples=general)
+                examples=general, decoding=decoding)
 
 
 def card_markdown(card: Card) -> str:
@@ -100,6 +106,8 @@ def card_markdown(card: Card) -> str:
     if card.system_prompts is not None:
         known = " · ".join(f"“{escape(p)}”" for p in card.system_prompts)
         lines.append(f"*System prompt:* {known}" if known else "*System prompt:* none (it was trained without one)")
+    if card.decoding:
+        lines.append(card.decoding)                   # our own text, not the card file's
     return "\n\n".join(lines)
 
 

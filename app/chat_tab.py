@@ -20,6 +20,7 @@ from .conversation_world import (
     world_from_spec,
 )
 from .messages import user_error
+from .noise_controls import follow_noise_models
 from .page_venue import WHERE_CHOICES, WORLD
 from .runs import run_key
 from .settings import DEFAULTS
@@ -212,6 +213,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name, chat_prompts), [model], [card_md, examples],
                  api_visibility="private", **QUIET)
+    follow_noise_models(ctx, model, controls)          # DiffusionGemma: its own canvas and schedule
     for trigger in (system.change, model.change):     # the card says which system prompts the model knows
         trigger(lambda name, text: system_note_update(ctx, name, text), [model, system], [system_note],
                 api_visibility="private", **QUIET)

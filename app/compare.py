@@ -35,6 +35,7 @@ from .controls import generation_controls
 from .conversation_world import MAX_REPLIES, model_context, world_from_spec, world_spec_for
 from .live import TraceView
 from .messages import failure, user_error
+from .noise_controls import follow_noise_models
 from .runs import Run
 from .saving import Exchange, save, title_of
 from .settings import DEFAULTS, read_settings
@@ -353,5 +354,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
     stop_btn.click(stopper(ctx.runs, "compare"), None, None, queue=False, api_visibility="private")
     diffusion.change(lambda name: card_update(ctx, name), [diffusion], [card_md, examples],
                      api_visibility="private", **QUIET)
+    follow_noise_models(ctx, diffusion, controls)      # DiffusionGemma: its own canvas and schedule
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
     return {"diffusion": diffusion, "baseline": baseline}

@@ -19,6 +19,9 @@ from engine.setting_rules import setting_label
 from engine.trace import CACHE_MODES, GenerationConfig
 from visualizer.escape import markdown_text
 
+from .noise_controls import INFO as NOISE_INFO
+from .noise_controls import NAMES as NOISE_NAMES
+from .noise_controls import noise_controls
 from .settings import RANGES, REMASK_CHOICES, SAMPLER_CHOICES
 
 _EDIT_DEFAULTS = {name: getattr(GenerationConfig(), name)
@@ -27,15 +30,16 @@ _EDIT_DEFAULTS = {name: getattr(GenerationConfig(), name)
 # One line under each control: what it does and which samplers read it.
 INFO = {
     "gen_length": "Tokens the model may write (the canvas); it stops earlier when it ends its answer.",
-    "block_size": "Tokens decided together, left to right, block by block; must divide the generation length.",
+    "block_size": "Tokens decided together, left to right, block by block; must divide the generation length. "
+                  "DiffusionGemma: the canvas length.",
     "steps": "Rounds (forwards) per block: a fixed schedule for low_confidence, margin, entropy, random_order; "
-             "a cap for the others.",
+             "a cap for the others. DiffusionGemma: the most denoising steps a canvas takes.",
     "sampler": "The rule that picks which masked positions to commit each round (see How this works).",
     "threshold": "threshold, threshold_strict, prefix_threshold, threshold_or_top_k(_uncapped): commit proposals "
                  "at least this confident.",
     "factor": "factor, factor_prefix: commit ranks n with (n + 1)(1 - confidence) <= factor; larger commits more.",
     "entropy_bound": "entropy_bounded: commit the surest positions while their summed entropy minus the largest "
-                     "stays under this bound.",
+                     "stays under this bound (DiffusionGemma: accept them; the rest are redrawn at random).",
     "temperature": "0 = always the likeliest token (greedy); higher samples more freely.",
     "top_p": "Sample only from the likeliest tokens whose probabilities add up to p (1 = all). Needs temperature > 0.",
     "top_k": "Sample only from the k likeliest tokens (0 = off). Needs temperature > 0.",
@@ -55,11 +59,12 @@ INFO = {
                "that decided many tokens is drawn in labelled parts, surest first. It changes what you see and the "
                "wall time, not the model time: the page never draws while a forward runs.",
 }
+INFO.update(NOISE_INFO)        # DiffusionGemma's own controls (app/noise_controls.py)
 # The order of the returned mapping (and so of a run's API inputs), whatever the layout.
 # Later additions go at the end, so a client that passes the earlier ones by position still works.
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
          "top_p", "top_k", "seed", "pace_ms", "edit_threshold", "max_post_steps", "remask", "remask_rounds",
-         "remask_count", "cache")
+         "remask_count", "cache", *NOISE_NAMES)
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
 WATCH_IT_EDIT = "Watch it edit"
@@ -203,6 +208,8 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         with gr.Row():
             controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
                                             info=INFO["cache"], elem_id=f"{prefix}-cache")
+    if with_sampling:                                  # Compare and Chat, where DiffusionGemma can run
+        controls.update(noise_controls(prefix, defaults))
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 

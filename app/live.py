@@ -21,7 +21,7 @@ from typing import Any
 from markupsafe import Markup
 
 from engine.metrics import Ends, scope_label
-from engine.result import pieces_of
+from engine.result import pieces_of, shown_ids
 from engine.trace import Frame, GenerationConfig, Result, Stats, block_size_of
 from visualizer import commits_per_forward, decision_heatmap, render_grid
 from visualizer.escape import markdown_text
@@ -58,19 +58,20 @@ class TraceView:
         diffusion = backend.kind == "diffusion"
         mask_id = backend.mask_id if diffusion else None
         return cls(frames=[], pieces={}, mask_id=mask_id,
-                   gen_length=config.gen_length, block_size=block_size_of(mask_id, config.block_size),
+                   gen_length=config.gen_length,
+                   block_size=block_size_of(mask_id, config.block_size, backend.uniform_noise),
                    steps=config.steps if diffusion else None, kind=backend.kind, config=config, model=model,
                    prompt=prompt, ends=Ends.of(backend, config.gen_length), generation=generation)
 
     @classmethod
     def from_result(cls, result: Result, config: GenerationConfig | dict[str, Any] | None, model: str = "",
                     prompt: str = "") -> TraceView:
-        """A stored generation: AR runs are the ones without a mask id."""
+        """A stored generation: AR runs are the ones without a mask id and without noise."""
         cfg = config.to_dict() if isinstance(config, GenerationConfig) else dict(config or {})
-        diffusion = result.mask_id is not None
+        diffusion = result.mask_id is not None or result.uniform_noise
         canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
         gen_length = int(cfg.get("gen_length") or canvas_length or 1)
-        block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length))
+        block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length), result.uniform_noise)
         return cls(frames=list(result.frames), pieces=dict(result.pieces), mask_id=result.mask_id,
                    gen_length=gen_length, block_size=block_size,
                    steps=cfg.get("steps") if diffusion else None,
@@ -81,7 +82,7 @@ class TraceView:
     # -- live ---------------------------------------------------------------------------------
     def add(self, frame: Frame, backend: Any) -> None:
         self.frames.append(frame)
-        self.pieces.update(pieces_of(backend, frame.canvas, self.pieces))
+        self.pieces.update(pieces_of(backend, shown_ids(frame), self.pieces))
 
     def finish(self, result: Result) -> None:
         self.result, self.stats = result, result.stats
@@ -146,7 +147,9 @@ class TraceView:
             items.append(f"the model is {behind} forward(s) ahead")
         if frame is not None:
             blocks = max(1, -(-self.gen_length // self.block_size))
-            if self.kind == "diffusion":
+            if frame.noise is not None:          # a uniform-noise canvas: steps of a canvas, no rounds of a block
+                items += [f"step {frame.round + 1}/{self.steps or '?'}", f"canvas {frame.block + 1}/{blocks}"]
+            elif self.kind == "diffusion":
                 items += [f"round {frame.round + 1}/{self.steps or '?'}", f"block {frame.block + 1}/{blocks}"]
                 if part is not None and part[1] > 1:
                     # not a model round: one forward's decisions, drawn a few at a time

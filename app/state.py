@@ -106,7 +106,8 @@ class ModelRegistry:
     def listing(self) -> list[dict[str, Any]]:
         """Every model the pickers offer: handed-in backends first, then the catalog."""
         if self._listing is None:
-            rows = [{"name": n, "kind": b.kind, "driver": None, "source": "in memory", "available": True,
+            rows = [{"name": n, "kind": b.kind, "driver": "uniform_noise" if b.uniform_noise else None,
+                     "source": "in memory", "available": True,
                      "description": f"{b.kind} backend handed to the app", "path": None}
                     for n, b in self._preloaded.items()]
             try:

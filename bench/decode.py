@@ -60,13 +60,20 @@ RANDOM_MODELS = {
                           (("use_cache", False),)),
     "llada21": RandomModel("block-causal LM without a cache, draft then edit (LLaDA2.1's loop)", True, False,
                            "llada21", (("use_cache", False),)),
+    "diffusion_gemma": RandomModel("DiffusionGemma encoder-decoder, canvases of random tokens (timed against "
+                                   "transformers' own generate: bench/noise_canvas.py)", False, False,
+                                   "diffusion_gemma"),
 }
 
 
-def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: int = 4):
+def random_backend(name: str, device: str = "cpu", hidden: int = 256, layers: int = 4, canvas_length: int = 16):
     """A randomly initialised small model wired as RANDOM_MODELS[name], in its backend."""
     if name not in RANDOM_MODELS:
         raise ValueError(f"Unknown random model '{name}'; choose one of {', '.join(RANDOM_MODELS)}.")
+    if name == "diffusion_gemma":
+        from bench import noise_canvas
+
+        return noise_canvas.random_backend(device, hidden, layers, canvas_length)
     from engine.backends.placement import pick_device, pick_dtype
     from reference import tiny
     from reference.noise import damp_mask_logit
@@ -145,6 +152,12 @@ def _llada21(model, prompt, config, mask_id):
                           seed=config.seed)
 
 
+def _upstream_diffusion_gemma(model, prompt, config, mask_id):
+    from bench.noise_canvas import upstream_generate
+
+    return upstream_generate(model.model, prompt, config, mask_id)   # transformers' generate on the bare model
+
+
 def rewrites(canvases: list[list[int]], mask_id: int, answer: list[int]) -> int:
     """Decided tokens replaced by another between consecutive canvases at the `answer` positions
     (a reference loop's edits, counted as engine/metrics.py edit_counts counts the engine's)."""
@@ -159,6 +172,7 @@ def rewrites(canvases: list[list[int]], mask_id: int, answer: list[int]) -> int:
 REFERENCES: dict[str, Callable[..., list[list[int]]]] = {
     "llada": _llada("llada"), "fast_dllm_threshold": _llada("threshold"), "fast_dllm_factor": _llada("factor"),
     "dream": _dream, "sdar": _sdar, "fast_dllm_v2": _fast_dllm_v2, "llada2": _llada2, "llada21": _llada21,
+    "diffusion_gemma": _upstream_diffusion_gemma,
 }
 # Compare the reference's rounds only: SDAR's stop at a round where upstream overwrote a prompt token.
 PREFIX_ONLY = ("sdar",)
@@ -208,7 +222,8 @@ def _reference_once(backend, prompt: list[int], config: GenerationConfig,
     seconds = clock() - started
     answer = Ends.of(backend).answer_positions(rounds[-1][:config.gen_length])        # as the engine counts
     # the slow loops run the whole sequence every round: no count of positions computed
-    return rounds, len(rounds), len(answer), seconds, rewrites(rounds, backend.mask_id, answer), None
+    edits = 0 if backend.uniform_noise else rewrites(rounds, backend.mask_id, answer)   # noise: no decided tokens
+    return rounds, len(rounds), len(answer), seconds, edits, None
 
 
 def _numbers(nfe: int, tokens: int, seconds: float, edits: int, positions: int | None) -> dict[str, Any]:
@@ -337,7 +352,7 @@ def _report(args) -> dict:
     config = decode_config(decoding, gen_length=args.gen_length, block_size=args.block_size, steps=args.steps,
                            temperature=args.temperature, top_p=args.top_p, cache=args.cache)
     if random_name is not None:
-        backend = random_backend(random_name, args.device, args.hidden, args.layers)
+        backend = random_backend(random_name, args.device, args.hidden, args.layers, args.block_size)
     else:
         backend = load_backend(args.model, args.device)
     report = benchmark(backend, config, reference=decoding if args.reference else None, repeats=args.repeats)

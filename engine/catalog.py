@@ -187,7 +187,12 @@ def local_preset(folder: str | Path, name: str | None = None) -> Preset:
         extra.setdefault("description", f"Local {extra['driver']} model in {folder}.")
         return Preset(**base, **extra)
     if match is not None:
-        return dataclasses.replace(match, **base, description=f"{match.description} Local copy in {folder}.")
+        defaults = dict(match.defaults)
+        canvas = config.get("canvas_length")
+        if match.driver == "uniform_noise" and isinstance(canvas, int) and canvas > 0:   # its own canvas length
+            defaults.update(block_size=canvas, gen_length=canvas * max(1, defaults["gen_length"] // canvas))
+        return dataclasses.replace(match, **base, defaults=defaults,
+                                   description=f"{match.description} Local copy in {folder}.")
     archs = config.get("architectures") or []
     if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
         return Preset(driver="causal", description=f"Local causal LM ({model_type or 'unknown type'}) in {folder}.",
@@ -357,6 +362,10 @@ def build_backend(preset: Preset, model: torch.nn.Module, tokenizer: Any, device
                            f"driver; known: {', '.join(OPTIONS.get(preset.driver, ())) or 'none'}.")
     if preset.driver == "causal":
         return CausalLMBackend(model, tokenizer, name=preset.name, device=device)
+    if preset.driver == "uniform_noise":
+        from engine.backends.uniform_noise import UniformNoiseCanvasBackend
+
+        return UniformNoiseCanvasBackend(model, tokenizer, name=preset.name, device=device)
     mask_id = resolve_mask_id(tokenizer, label=preset.name, mask_id=preset.mask_id, mask_token=preset.mask_token)
     common = dict(name=preset.name, mask_id=mask_id, logit_shift=preset.logit_shift, device=device)
     if preset.driver == "full_attention":

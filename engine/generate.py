@@ -68,6 +68,11 @@ def generate(backend, prompt_ids: list[int], config: GenerationConfig,
             raise ConfigError(f"{backend.name} is served elsewhere, so its canvas cannot be scaffolded here: "
                               "turn scaffolded decoding off or pick a local model.")
         return backend.stream(prompt, config, tools)
+    if backend.uniform_noise:                  # random tokens, not masks (engine/noise_canvas.py)
+        from engine.noise_canvas import check, generate_noise_canvas
+
+        check(backend, config)
+        return generate_noise_canvas(backend, prompt, config)
     if config.scaffolded:                      # fixed text written by the schema, values decoded (engine/scaffold/)
         from engine.scaffold.diffusion import generate_scaffolded
         from engine.scaffold.jump import generate_jump_forward

@@ -43,6 +43,7 @@ LABELS = {
     "tokens_per_s": "tokens/s",
     "stop_reason": "stopped by",
     "edits": "edits",
+    "upstream_tokens_per_forward": "tokens per forward (transformers' count)",
 }
 # What a line of numbers covers; every view names it in these words (scope_label).
 SCOPES = {
@@ -63,6 +64,10 @@ MEANINGS = {
     "stop_reason": "length (the canvas was full), eos (the model ended its answer) or cancelled (Stop).",
     "edits": "Decided answer tokens rewritten to another token (editing and remasking samplers); an edited "
              "position still counts once in answer tokens.",
+    "upstream_tokens_per_forward": "DiffusionGemma only: transformers' generate counts every generated token that "
+                                   "is not padding, the end-of-sequence token included, over the same decoder "
+                                   "forwards; answer tokens leave the end-of-sequence token out, so this is higher "
+                                   "by 1/forwards when the answer ended.",
 }
 
 
@@ -96,6 +101,15 @@ class Ends:
 
     def answer_ids(self, canvas: Sequence[int]) -> list[int]:
         return [int(canvas[i]) for i in self.answer_positions(canvas)]
+
+
+def decided_answer_positions(frame: Frame, ends: Ends) -> list[int]:
+    """The answer positions of a frame's canvas that are decided: all of them, except on a
+    uniform-noise step inside a canvas, whose draft is not decided until the canvas ends."""
+    positions = ends.answer_positions(frame.canvas)
+    if frame.noise is not None and not frame.noise.stop_rule:
+        positions = [p for p in positions if p < frame.noise.start]
+    return positions
 
 
 def answer_commits(frames: Sequence[Frame], ends: Ends) -> list[int]:
@@ -132,6 +146,20 @@ def answer_progress(frames: Sequence[Frame], ends: Ends) -> list[int]:
     return out
 
 
+def upstream_tokens_per_forward(frames: Sequence[Frame], ends: Ends, stop_reason: str) -> float:
+    """tokens_per_forward as transformers 5.25's DiffusionGemma `generate` returns it
+    (`_compute_tokens_per_forward`): the generated canvases' tokens that are not pad, after it padded
+    everything past the first EOS of the canvas it stopped on, over the decoder forwards. It keeps
+    the EOS itself (answer tokens do not), and with no pad id it counts every token."""
+    if not frames:
+        return 0.0
+    canvas = frames[-1].canvas
+    if stop_reason == "eos":
+        canvas = canvas[: ends.cut(canvas) + 1]
+    kept = sum(t != ends.pad_id for t in canvas) if ends.pad_id is not None else len(canvas)
+    return tokens_per_forward(kept, frames[-1].nfe)
+
+
 def tokens_per_forward(answer_tokens: int, forwards: int) -> float:
     return answer_tokens / forwards if forwards else 0.0
 
@@ -146,7 +174,7 @@ def numbers(frames: Sequence[Frame], ends: Ends, stop_reason: str, wall_s: float
         return Stats(nfe=0, new_tokens=0, tokens_per_forward=0.0, seconds=0.0, tokens_per_s=0.0,
                      first_token_s=None, stop_reason=stop_reason, wall_s=wall_s)
     per_frame = answer_commits(frames, ends)
-    answer = len(ends.answer_positions(frames[-1].canvas))
+    answer = len(decided_answer_positions(frames[-1], ends))
     nfe, model_s = frames[-1].nfe, frames[-1].elapsed_s
     first = next((f.elapsed_s for f, n in zip(frames, per_frame) if n), None)
     return Stats(nfe=nfe, new_tokens=answer, tokens_per_forward=tokens_per_forward(answer, nfe), seconds=model_s,
@@ -195,6 +223,8 @@ def formatted(stats: Stats) -> dict[str, str]:
         del out["wall_s"]
     if not stats.edits:                 # shown only where a run rewrote something
         del out["edits"]
+    if stats.upstream_tokens_per_forward is not None:   # a uniform-noise run: transformers' count beside ours
+        out["upstream_tokens_per_forward"] = f"{stats.upstream_tokens_per_forward:.2f}"
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 # How a model is driven: which backend class serves it and how it is loaded. A backend's `kind`
 # (diffusion or autoregressive) follows from the driver (Preset.kind).
-DRIVERS = ("full_attention", "block_causal", "causal", "sprout", "openai")
+DRIVERS = ("full_attention", "block_causal", "causal", "sprout", "openai", "uniform_noise")
 # Backend knobs a preset may set (see the backend modules for what each means).
 OPTIONS = {
     "full_attention": ("attention",),
@@ -18,6 +18,7 @@ OPTIONS = {
     "causal": (),
     "sprout": (),
     "openai": ("kind", "api_key_env"),     # a model behind an OpenAI-compatible server (backends/remote.py)
+    "uniform_noise": (),                   # DiffusionGemma: canvases of random tokens (backends/uniform_noise.py)
 }
 
 
@@ -45,8 +46,8 @@ class Preset:
             return self.options.get("kind", "autoregressive")
         if self.driver == "sprout":
             return "autoregressive" if self.options.get("causal") else "diffusion"
-        return {"causal": "autoregressive", "full_attention": "diffusion", "block_causal": "diffusion"}.get(
-            self.driver, "unknown")
+        return {"causal": "autoregressive", "full_attention": "diffusion", "block_causal": "diffusion",
+                "uniform_noise": "diffusion"}.get(self.driver, "unknown")
 
 
 AR_DEFAULTS = {"gen_length": 128, "temperature": 0.0}
@@ -108,6 +109,14 @@ DECODINGS: dict[str, Decoding] = {d.name: d for d in (
              "alg='entropy' as DreamLM/Dream @ fac0a7f demo_completion.py calls it",
              {"keep_mask_logit": True, "sampler": "entropy", "schedule": "dream"},
              "tests/reference/test_upstream_dream.py"),
+    # DiffusionGemma: canvases of 256 random tokens, at most 48 steps each, the entropy bound 0.1,
+    # temperature 0.8 -> 0.4, stop once the draft is stable for a step and the mean entropy < 0.005
+    # (DiffusionGemmaGenerationConfig._get_default_generation_params). A checkpoint's own
+    # generation_config.json may set others; the preset keeps transformers' defaults.
+    Decoding("diffusion_gemma", "transformers 5.25.0 models/diffusion_gemma/generation_diffusion_gemma.py generate",
+             {"sampler": "entropy_bounded", "block_size": 256, "steps": 48, "entropy_bound": 0.1, "t_min": 0.4,
+              "t_max": 0.8, "stability_threshold": 1, "confidence_threshold": 0.005, "argmax_draws": False},
+             "tests/reference/test_upstream_diffusion_gemma.py"),
 )}
 
 # Caches: LLaDA's generate.py and Dream's demo_completion.py decode without one, so these presets
@@ -156,6 +165,17 @@ PRESETS: tuple[Preset, ...] = (
            description="LLaDA2.1 mini (16B MoE): LLaDA2.0's block diffusion that also rewrites decided tokens "
                        "(draft, then edit).",
            follows="llada21"),
+    # DiffusionGemma ships in transformers (no remote code); its tokenizer carries Gemma 4's chat
+    # template. The AR baseline of its family is the Gemma 4 MoE of the same size.
+    Preset("DiffusionGemma-26B-A4B-it", "uniform_noise", "google/diffusiongemma-26B-A4B-it",
+           loader="AutoModelForImageTextToText", model_types=("diffusion_gemma",),
+           chat_template="Gemma 4's, from the checkpoint's tokenizer",
+           defaults={"gen_length": 256, **DECODINGS["diffusion_gemma"].settings}, follows="diffusion_gemma",
+           description="DiffusionGemma 26B-A4B instruct (MoE, 4B active): each 256-token canvas starts as random "
+                       "tokens and is denoised whole; accepted tokens stay, the rest are redrawn."),
+    Preset("gemma-4-26B-A4B-it", "causal", "google/gemma-4-26B-A4B-it", defaults=AR_DEFAULTS,
+           model_types=("gemma4",), chat_template="Gemma 4's, from the checkpoint's tokenizer",
+           description="Gemma 4 26B-A4B instruct: the autoregressive baseline of DiffusionGemma's family (KV cache)."),
     Preset("Qwen2.5-1.5B-Instruct", "causal", "Qwen/Qwen2.5-1.5B-Instruct", defaults=AR_DEFAULTS,
            description="Qwen2.5 1.5B instruct: the autoregressive baseline (KV cache)."),
     Preset("Qwen2.5-7B-Instruct", "causal", "Qwen/Qwen2.5-7B-Instruct", defaults=AR_DEFAULTS,

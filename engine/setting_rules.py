@@ -24,7 +24,8 @@ MESSAGE_CHARS = 290       # a ConfigError message stays a few sentences long
 WHOLE = {"gen_length": ("Generation length", 1, MAX_TOKENS), "block_size": ("Block size", 1, MAX_TOKENS),
          "steps": ("Steps per block", 1, MAX_TOKENS), "top_k": ("Top-k (0 = off)", 0, MAX_TOP_K),
          "seed": ("Seed", 0, MAX_SEED), "max_post_steps": ("Max post steps", 0, MAX_TOKENS),
-         "remask_rounds": ("Remask rounds", 0, MAX_TOKENS), "remask_count": ("Remask count", 1, MAX_TOKENS)}
+         "remask_rounds": ("Remask rounds", 0, MAX_TOKENS), "remask_count": ("Remask count", 1, MAX_TOKENS),
+         "stability_threshold": ("Stability (steps)", 0, MAX_TOKENS)}
 NUMBERS = {
     "threshold": ("Threshold", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
     "edit_threshold": ("Edit threshold", "a number from 0 to 1", lambda x: 0.0 <= x <= 1.0),
@@ -35,10 +36,17 @@ NUMBERS = {
     "temperature": ("Temperature", f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}",
                     lambda x: 0.0 <= x <= MAX_TEMPERATURE),
     "top_p": ("Top-p", "a number between 0 and 1 (above 0)", lambda x: 0.0 < x <= 1.0),
+    "t_min": ("Lowest temperature (t_min)", f"a number from 0 to {MAX_TEMPERATURE:g}",
+              lambda x: 0.0 <= x <= MAX_TEMPERATURE),
+    "t_max": ("Highest temperature (t_max)", f"a number above 0 and at most {MAX_TEMPERATURE:g}",
+              lambda x: 0.0 < x <= MAX_TEMPERATURE),
+    "confidence_threshold": ("Confidence (mean entropy)", "a number from 0 (never stop early) to "
+                             f"{MAX_ENTROPY_BOUND:,}", lambda x: 0.0 <= x <= MAX_ENTROPY_BOUND),
 }
 # every bool field is a switch; these have labels of their own, the rest read as their name
 SWITCHES = {"stop_on_eos": "Stop at end of text", "untempered_confidence": "Untempered confidence",
-            "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap"}
+            "keep_mask_logit": "Keep mask logit", "steps_cap": "Steps cap",
+            "argmax_draws": "Argmax draws"}
 
 
 def setting_label(name: str) -> str:

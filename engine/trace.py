@@ -50,6 +50,17 @@ class GenerationConfig:
     threshold: float = 0.9      # `threshold`, `prefix_threshold`: commit proposals with confidence >= tau
     factor: float = 1.0         # `factor`, `factor_prefix`: rank n passes when (n+1)(1 - c_(n)) <= f (< f)
     entropy_bound: float = 0.5  # `entropy_bounded`: gamma in sum H - max H <= gamma
+    # A uniform-noise canvas (DiffusionGemma, engine/noise_canvas.py) reads `block_size` as the canvas
+    # length, `steps` as the most denoising steps a canvas takes, `entropy_bound` as its acceptance
+    # bound, and these: the temperature falls linearly from t_max (first step) towards t_min; a canvas
+    # ends early once its draft is unchanged for stability_threshold steps and the mean entropy is
+    # below confidence_threshold (0 = never early). argmax_draws: an accepted position takes the
+    # argmax instead of a sample (ours, off in the preset; transformers always samples).
+    t_min: float = 0.4
+    t_max: float = 0.8
+    stability_threshold: int = 1
+    confidence_threshold: float = 0.005
+    argmax_draws: bool = False
     temperature: float = 0.0    # 0 = greedy
     top_p: float = 1.0
     top_k: int = 0              # 0 = off
@@ -127,6 +138,9 @@ class GenerationConfig:
                 out.append(problem)
         if out:
             return out
+        if self.t_max <= self.t_min:
+            out.append(f"Highest temperature (t_max) {shown_value(self.t_max)} must be above the lowest (t_min) "
+                       f"{shown_value(self.t_min)}: the temperature falls from t_max towards t_min over the steps.")
         if self.gen_length % self.block_size:
             fits = largest_divisor(self.gen_length, self.block_size)
             out.append(
@@ -172,6 +186,34 @@ class GenerationConfig:
 
 
 @dataclass
+class NoiseStep:
+    """What one step of a uniform-noise canvas did (engine/noise_canvas.py). Positions index the
+    generated span, as in Frame; the canvas being denoised covers `start` .. start + len(draft)."""
+
+    start: int                                  # span position of the canvas's first token
+    draft: list[int]                            # argmax of each canvas position this step (the streamed draft)
+    noisy: list[int]                            # the canvas the next step reads: accepted tokens, the rest random
+    accepted: list[int]                         # positions accepted this step (they keep their drawn token)
+    changed: list[int]                          # accepted now and at the last step, with another token now
+    temperature: float                          # the schedule's temperature at this step
+    mean_entropy: float                         # mean entropy of the tempered logits over the canvas, nats
+    stop_rule: str = ""                         # set on a canvas's last step: "max_steps" or "stable_confident"
+
+    @property
+    def renoised(self) -> list[int]:
+        """Positions of the canvas given a fresh random token (every one not accepted)."""
+        taken = set(self.accepted)
+        return [self.start + i for i in range(len(self.draft)) if self.start + i not in taken]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NoiseStep:
+        return cls(start=int(data["start"]), draft=[int(t) for t in data["draft"]],
+                   noisy=[int(t) for t in data["noisy"]], accepted=[int(p) for p in data["accepted"]],
+                   changed=[int(p) for p in data["changed"]], temperature=float(data["temperature"]),
+                   mean_entropy=float(data["mean_entropy"]), stop_rule=str(data.get("stop_rule") or ""))
+
+
+@dataclass
 class Frame:
     """What one model forward decided. Positions index the generated span (0 = first new token)."""
 
@@ -190,6 +232,9 @@ class Frame:
     edits: list[tuple[int, int, int]] = field(default_factory=list)
     # Positions put back to the mask after this forward (engine/remask.py), to be decoded again.
     remasked: list[int] = field(default_factory=list)
+    # A uniform-noise canvas step (no masks: noise, accepted and renoised positions); None otherwise.
+    # Its `committed` is empty until the canvas's last step, which decides the canvas's draft.
+    noise: NoiseStep | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -203,6 +248,7 @@ class Frame:
             prefilled=[int(p) for p in data.get("prefilled", ())],
             edits=[(int(p), int(old), int(new)) for p, old, new in data.get("edits", ())],
             remasked=[int(p) for p in data.get("remasked", ())],
+            noise=NoiseStep.from_dict(data["noise"]) if data.get("noise") else None,
         )
 
 
@@ -220,6 +266,9 @@ class Stats:
     stop_reason: str            # one of STOP_REASONS
     wall_s: float | None = None  # what the person waited (set by the app); the rest: engine/metrics.py
     edits: int = 0              # answer tokens rewritten (engine/metrics.py); not in new_tokens again
+    # A uniform-noise run: tokens per forward as transformers' DiffusionGemma generate counts it
+    # (engine/metrics.py upstream_tokens_per_forward); None for every other run.
+    upstream_tokens_per_forward: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -236,6 +285,7 @@ class Result:
     eos_ids: list[int] = field(default_factory=list)      # ids that end the answer (engine/metrics.py Ends)
     pad_id: int | None = None
     schema_error: str = ""                      # scaffolded: why the answer does not follow its schema ("" = it does)
+    uniform_noise: bool = False                 # canvases of random tokens, no mask (Frame.noise says each step)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -243,33 +293,37 @@ class Result:
             "frames": [f.to_dict() for f in self.frames], "stats": self.stats.to_dict(),
             "mask_id": self.mask_id, "pieces": {str(k): v for k, v in self.pieces.items()},
             "eos_ids": list(self.eos_ids), "pad_id": self.pad_id, "schema_error": self.schema_error,
+            "uniform_noise": self.uniform_noise,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
         return cls(
             token_ids=list(data["token_ids"]), text=data["text"],
-            frames=as_stored_blocks([Frame.from_dict(f) for f in data["frames"]], data.get("mask_id")),
+            frames=as_stored_blocks([Frame.from_dict(f) for f in data["frames"]], data.get("mask_id"),
+                                    bool(data.get("uniform_noise"))),
             stats=Stats(**data["stats"]),
             mask_id=data.get("mask_id"), pieces={int(k): v for k, v in data.get("pieces", {}).items()},
             eos_ids=[int(t) for t in (data["eos_ids"] if "eos_ids" in data else _stored_eos(data))],
             pad_id=data.get("pad_id"),
             schema_error=str(data.get("schema_error") or ""),
+            uniform_noise=bool(data.get("uniform_noise")),
         )
 
 
-def block_size_of(mask_id: int | None, config_block_size: int) -> int:
-    """How many positions one Frame.block spans. An autoregressive run (no mask id) decides one
-    token per forward, so each token is a block of one, decided in round 0 (block diffusion with
-    block size 1); a diffusion run's blocks are the config's."""
-    return config_block_size if mask_id is not None else 1
+def block_size_of(mask_id: int | None, config_block_size: int, uniform_noise: bool = False) -> int:
+    """How many positions one Frame.block spans. An autoregressive run (no mask id, no noise)
+    decides one token per forward, so each token is a block of one, decided in round 0 (block
+    diffusion with block size 1); a diffusion run's blocks are the config's (a uniform-noise run's:
+    its canvases)."""
+    return config_block_size if mask_id is not None or uniform_noise else 1
 
 
-def as_stored_blocks(frames: list[Frame], mask_id: int | None) -> list[Frame]:
+def as_stored_blocks(frames: list[Frame], mask_id: int | None, uniform_noise: bool = False) -> list[Frame]:
     """Frames as this version writes them. Autoregressive frames stored while `block` grouped
     tokens for display (block = index // block_size, round = index % block_size) become blocks
     of one: block = the position decided, round 0."""
-    if mask_id is not None:
+    if mask_id is not None or uniform_noise:
         return frames
     return [dataclasses.replace(f, block=f.committed[-1][0], round=0) if f.committed else f for f in frames]
 

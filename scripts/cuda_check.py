@@ -3,7 +3,10 @@ family (bench/decode.py RANDOM_MODELS; bf16 on CUDA, fp32 on the CPU unless --dt
 compare the engine's canvases with the reference loops of reference/ round for round over
 prompts x temperatures x steps, then run the decode benchmark with --reference; the
 full-attention decodings also with Fast-dLLM v1's prefix and dual caches (`--caches`), against
-their cached reference loops (reference/fast_dllm_cache.py); print one JSON object.
+their cached reference loops (reference/fast_dllm_cache.py); and a DiffusionGemma step: a random
+model at DiffusionGemma-26B-A4B's real text shapes (`--gemma-shape real`, the default; `tiny` for
+the CPU test), its tokens/s and tokens accepted per step through the engine and through
+transformers' own generate (bench/noise_canvas.py gpu_step); print one JSON object.
 
     PYTHONPATH=. python scripts/cuda_check.py [--device cuda] [--hidden 256] [--layers 4]
         [--gen-length 32] [--block-size 16] [--repeats 5]
@@ -32,6 +35,8 @@ from bench.decode import (
     random_backend,
     same_rounds,
 )
+from bench.noise_canvas import gpu_step
+from engine.backends.placement import pick_dtype
 from engine.generate import run
 from reference.device import OnDevice
 
@@ -78,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="the decodings the caches run with (default: every full-attention one)")
     p.add_argument("--dtype", choices=("auto", "bfloat16", "float32"), default="auto",
                    help="auto: bf16 on CUDA, fp32 on the CPU (engine.backends.placement.pick_dtype)")
+    p.add_argument("--gemma-shape", choices=("real", "tiny"), default="real",
+                   help="diffusion_gemma: a random model at DiffusionGemma-26B-A4B's text shapes (~52 GB in bf16) "
+                        "or the tests' tiny one")
+    p.add_argument("--gemma-steps", type=int, default=48, help="diffusion_gemma: max denoising steps per canvas")
     args = p.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(json.dumps({"error": "CUDA is not available on this machine."}))
@@ -86,7 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"device": args.device, "torch": torch.__version__,
                               "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                               "hidden": args.hidden, "layers": args.layers, "results": {}}
-    for name in args.only or list(CHECKS):
+    for name in args.only or [*CHECKS, "diffusion_gemma"]:
+        if name == "diffusion_gemma":       # a uniform-noise canvas: tokens/s and per step (bench/noise_canvas.py)
+            dtype = getattr(torch, args.dtype) if args.dtype != "auto" else pick_dtype(torch.device(args.device))
+            entry = gpu_step(args.device, args.gemma_shape, dtype, steps=args.gemma_steps, repeats=args.repeats)
+            report["results"]["diffusion_gemma"] = entry
+            print(f"diffusion_gemma ({args.gemma_shape}): {entry['engine_tokens_per_s']} tokens/s, "
+                  f"{entry['accepted_per_step']} accepted per step, overhead {entry['overhead']}", file=sys.stderr)
+            continue
         backend = random_backend(name, args.device, args.hidden, args.layers)
         if args.dtype != "auto":
             backend.model.to(getattr(torch, args.dtype))

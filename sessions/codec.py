@@ -13,7 +13,9 @@ A scaffolded generation (Frame.prefilled, cumulative and sorted) is written as v
 ends with the positions the scaffold placed since the previous frame, so an older playground says
 it cannot read it instead of dropping them; unscaffolded frames stay version 1. A generation
 that rewrote tokens (Frame.edits, Frame.remasked) is version 3: each row ends with the newly
-placed positions, the edits [[position, old, new], ...] and the remasked positions.
+placed positions, the edits [[position, old, new], ...] and the remasked positions. A uniform-noise
+generation (Frame.noise, DiffusionGemma) is version 4: version 3's rows plus the step,
+[start, draft, noisy, accepted, changed, temperature, mean_entropy, stop_rule].
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import math
 from typing import Any
 
 from engine.json_limits import read_stored
-from engine.trace import Frame
+from engine.trace import Frame, NoiseStep
 
 FORMAT_VERSION = 1
 PREFILLED_VERSION = 2                 # rows end with the newly pre-filled positions
 EDITS_VERSION = 3                     # rows end with newly pre-filled positions, edits, remasked
-VERSIONS = (FORMAT_VERSION, PREFILLED_VERSION, EDITS_VERSION)
+NOISE_VERSION = 4                     # version 3's rows, then the uniform-noise step
+VERSIONS = (FORMAT_VERSION, PREFILLED_VERSION, EDITS_VERSION, NOISE_VERSION)
 
 
 class FrameCodecError(ValueError):
@@ -44,7 +47,8 @@ def encode_frames(frames: list[Frame]) -> str:
     previous: list[int] = []
     placed: set[int] = set()
     scaffolded = any(frame.prefilled for frame in frames)
-    rewrote = any(frame.edits or frame.remasked for frame in frames)
+    noisy = any(frame.noise is not None for frame in frames)
+    rewrote = noisy or any(frame.edits or frame.remasked for frame in frames)
     rows: list[list[Any]] = []
     for frame in frames:
         canvas = frame.canvas
@@ -60,8 +64,14 @@ def encode_frames(frames: list[Frame]) -> str:
         if rewrote:
             rows[-1].append([[int(p), int(old), int(new)] for p, old, new in frame.edits])
             rows[-1].append([int(p) for p in frame.remasked])
+        if noisy:
+            step = frame.noise
+            rows[-1].append(None if step is None else [
+                step.start, step.draft, step.noisy, step.accepted, step.changed, _number(step.temperature),
+                _number(step.mean_entropy), step.stop_rule])
         previous = canvas
-    version = EDITS_VERSION if rewrote else PREFILLED_VERSION if scaffolded else FORMAT_VERSION
+    version = (NOISE_VERSION if noisy else EDITS_VERSION if rewrote else PREFILLED_VERSION if scaffolded
+               else FORMAT_VERSION)
     return json.dumps({"v": version, "frames": rows}, separators=(",", ":"))
 
 
@@ -89,7 +99,13 @@ def decode_frames(data: str) -> list[Frame]:
         if rest:
             placed.update(rest[0])
             frames[-1].prefilled = sorted(placed)
-        if len(rest) == 3:
+        if len(rest) >= 3:
             frames[-1].edits = [(p, old, new) for p, old, new in rest[1]]
             frames[-1].remasked = list(rest[2])
+        if len(rest) == 4 and rest[3] is not None:
+            start, draft, noisy, accepted, changed, temperature, mean_entropy, stop_rule = rest[3]
+            frames[-1].noise = NoiseStep(
+                start=start, draft=list(draft), noisy=list(noisy), accepted=list(accepted), changed=list(changed),
+                temperature=float("nan") if temperature is None else temperature,
+                mean_entropy=float("nan") if mean_entropy is None else mean_entropy, stop_rule=stop_rule)
     return frames

@@ -32,11 +32,20 @@ _NUMBER_OR_NULL = {"type": ["number", "null"]}
 # "integerItems" (a keyword of this file's validator): every item a whole number, checked in one
 # Python loop; `"items": {"type": "integer"}` costs ~10 us per item, and canvases are most of a file
 _IDS = {"type": "array", "maxItems": MAX_CANVAS, "integerItems": True}
+# A uniform-noise step (engine.trace.NoiseStep): what one DiffusionGemma step drew, accepted and renoised.
+_NOISE_STEP = {
+    "type": ["object", "null"],
+    "required": ["start", "draft", "noisy", "accepted", "changed", "temperature", "mean_entropy"],
+    "additionalProperties": False,
+    "properties": {"start": _INT, "draft": _IDS, "noisy": _IDS, "accepted": _IDS, "changed": _IDS,
+                   "temperature": _NUMBER_OR_NULL, "mean_entropy": _NUMBER_OR_NULL,
+                   "stop_rule": {"enum": ["", "max_steps", "stable_confident"]}},
+}
 _FRAME = {
     "type": "object", "required": ["nfe", "block", "round", "committed", "canvas", "elapsed_s"],
     "properties": {
         "nfe": _INT, "block": _INT, "round": _INT, "elapsed_s": _NUMBER_OR_NULL, "canvas": _IDS, "prefilled": _IDS,
-        "remasked": _IDS,
+        "remasked": _IDS, "noise": _NOISE_STEP,
         "edits": {"type": "array", "maxItems": MAX_CANVAS,
                   "items": {"type": "array", "minItems": 3, "maxItems": 3, "prefixItems": [_INT, _INT, _INT]}},
         "committed": {"type": "array", "maxItems": MAX_CANVAS,
@@ -51,7 +60,7 @@ _STATS = {
     "properties": {"nfe": _INT, "new_tokens": _INT, "tokens_per_forward": _NUMBER_OR_NULL,
                    "seconds": _NUMBER_OR_NULL, "tokens_per_s": _NUMBER_OR_NULL, "first_token_s": _NUMBER_OR_NULL,
                    "stop_reason": {"enum": ["length", "eos", "cancelled"]}, "wall_s": _NUMBER_OR_NULL,
-                   "edits": _INT},
+                   "edits": _INT, "upstream_tokens_per_forward": _NUMBER_OR_NULL},
 }
 _GENERATION = {
     "type": ["object", "null"], "required": ["token_ids", "text", "frames", "stats"],
@@ -61,6 +70,7 @@ _GENERATION = {
         "mask_id": {"type": ["integer", "null"]}, "pad_id": {"type": ["integer", "null"]}, "eos_ids": _IDS,
         "pieces": {"type": "object", "additionalProperties": {"type": "string", "maxLength": MAX_NAME_CHARS}},
         "schema_error": {"type": ["string", "null"], "maxLength": MAX_TURN_CHARS},
+        "uniform_noise": {"type": "boolean"},
     },
 }
 _TOOL_CALL = {

@@ -45,7 +45,10 @@ def generation_row(result: Result, config: GenerationConfig | Mapping[str, Any] 
         "model": model, "config": config_to_json(config), "stats": to_json(result.stats.to_dict()),
         "text": result.text, "token_ids": to_json(list(result.token_ids)), "mask_id": result.mask_id,
         "pieces": to_json({str(k): v for k, v in result.pieces.items()}),
-        "ends": to_json({"eos_ids": list(result.eos_ids), "pad_id": result.pad_id}),
+        # ends also says whether the canvas was uniform noise (no mask id, yet not autoregressive):
+        # rows written before it have no such key and read as masked or autoregressive, as they were.
+        "ends": to_json({"eos_ids": list(result.eos_ids), "pad_id": result.pad_id,
+                         **({"uniform_noise": True} if result.uniform_noise else {})}),
     }
 
 

@@ -33,6 +33,17 @@ def test_the_check_runs_on_the_cpu(capsys):
         assert entry["bench"]["same_canvases"] is True and entry["bench"]["overhead"] > 0
 
 
+def test_the_diffusion_gemma_step_runs_on_the_cpu_at_tiny_shapes(capsys):
+    check = load_script()
+    code = check.main(["--device", "cpu", "--only", "diffusion_gemma", "--gemma-shape", "tiny", "--gemma-steps", "4",
+                       "--repeats", "1", "--dtype", "float32"])
+    assert code == 0
+    entry = json.loads(capsys.readouterr().out)["results"]["diffusion_gemma"]
+    assert entry["same_canvases"] is True                         # the engine's steps are transformers' steps
+    assert entry["forwards"] == 4 and entry["answer_tokens"] == 16 and entry["accepted_per_step"] >= 1
+    assert entry["engine_tokens_per_s"] > 0 and entry["upstream_tokens_per_s"] > 0
+
+
 def test_without_cuda_it_says_so(capsys):
     import torch
 

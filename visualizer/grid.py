@@ -13,11 +13,9 @@ from markupsafe import Markup, escape
 
 from engine.metrics import LABELS, Ends, numbers
 from engine.trace import Frame, Stats
+from visualizer.noise_grid import NOISE_CSS, render_noise_grid
+from visualizer.pieces import VISIBLE_WHITESPACE, visible_piece  # noqa: F401  (read from here too)
 
-# Whitespace is invisible in a cell, so a token that is only " " or "\n" would look empty.
-# Each is mapped to a visible glyph; a newline also breaks the grid's line so the grid reads
-# like the text it spells.
-VISIBLE_WHITESPACE = {" ": "\u2423", "\n": "\u23ce", "\t": "\u21e5", "\r": "\u240d"}
 MASK_GLYPH = "\u00b7"
 REMASK_GLYPH = "\u21ba"   # a position put back to the mask, to be decoded again (engine/remask.py)
 
@@ -59,15 +57,8 @@ GRID_CSS = """
 .dp-remasked, .dp-key-remasked { background: var(--dp-mask); border: 1px dashed var(--dp-mark); }
 .dp-break { flex-basis: 100%; height: 0; }
 .dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
-"""
+""" + NOISE_CSS
 END_GLYPH = "\u2205"   # a position after the answer's end (EOS, its fill, pad): never answer text
-
-
-def visible_piece(text: str) -> str:
-    """Token text with whitespace replaced by visible glyphs; an empty piece shows as an empty-set sign."""
-    if text == "":
-        return "\u2205"
-    return "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in text)
 
 
 def decision_matrix(
@@ -225,6 +216,8 @@ def render_grid(
     """
     if isinstance(frames, Frame):
         frames = [frames]
+    if any(f.noise is not None for f in frames):                 # a uniform-noise canvas: no masks to draw
+        return render_noise_grid(frames, pieces, gen_length, block_size, upto, stats, ends, legend, scope)
     ends = ends or Ends(frozenset(), None, mask_id)
     block_size = max(1, block_size)
     if frames:

@@ -14,6 +14,7 @@ import re
 from engine.trace import Result
 
 from .grid import decision_matrix, last_edits
+from .noise_grid import STOP_WORDS, settled_steps, stop_rules
 
 # One pass over the text: each special character maps to its replacement exactly once, so the
 # braces that `\textbackslash{}` introduces are never escaped again.
@@ -82,6 +83,9 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     one's old and new token and the forward that rewrote it.
     """
     rounds, _nfes, _conf = decision_matrix(result.frames, len(result.token_ids))
+    noise = result.uniform_noise or any(f.noise is not None for f in result.frames)
+    if noise:   # no round decides a token here: colour by the step from which its draft stayed put
+        rounds = settled_steps(result.frames, len(result.token_ids))
     spans: list[tuple[int | None, str]] = [(None, result.text)]
     marks: list[str] = [""]
     edit_lines: list[str] = []
@@ -105,7 +109,8 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     if edit_lines:
         body += ("\n\n\\textbf{Edits} (a decided token rewritten; each position is counted once as decided): "
                  + "; ".join(edit_lines) + ".")
-    keys = [f"\\textcolor{{{colour_of[r]}}}{{\\rule{{0.8em}}{{0.8em}}~round {r + 1}}}" for r in used]
+    unit = "step" if noise else "round"
+    keys = [f"\\textcolor{{{colour_of[r]}}}{{\\rule{{0.8em}}{{0.8em}}~{unit} {r + 1}}}" for r in used]
     if any(frame.prefilled for frame in result.frames):     # placed by a schema scaffold: no round, grey
         keys.append("\\textcolor{dpfill}{\\rule{0.8em}{0.8em}~pre-filled by the schema}")
     legend = ", ".join(keys)
@@ -113,14 +118,25 @@ def latex_document(result: Result, title: str, prompt: str, model_name: str) -> 
     stat_line = (f"{stats.new_tokens} tokens, {stats.nfe} forwards ({stats.tokens_per_forward:.2f} tokens per "
                  f"forward), {stats.seconds:.3f} s ({stats.tokens_per_s:.1f} tokens/s), stopped by "
                  f"{latex_escape(stats.stop_reason)}" + (f", {stats.edits} edits" if stats.edits else "") + ".")
+    if noise:
+        rules = ", ".join(STOP_WORDS.get(rule, rule) for rule in stop_rules(result.frames))
+        stat_line += (f" Canvases: {latex_escape(rules)}." if rules else "") + (
+            f" Tokens per forward as transformers counts them: {stats.upstream_tokens_per_forward:.2f}."
+            if stats.upstream_tokens_per_forward is not None else "")
     return _TEMPLATE % {
         # \newline is not allowed in \maketitle's centred lines: title and model stay on one line.
         "title": latex_escape(" ".join(title.split())), "model": latex_escape(" ".join(model_name.split())),
         "prompt": latex_escape(prompt),
         "definitions": definitions, "body": body, "stats": stat_line,
+        "colour_rule": (NOISE_COLOUR_RULE if noise else ROUND_COLOUR_RULE),
         "legend": legend or "no round information (no frames were recorded)",
     }
 
+
+ROUND_COLOUR_RULE = "Colour shows the denoising round (inside its block) that decided each token"
+# A uniform-noise canvas redraws every position each step; a token's colour is when it settled.
+NOISE_COLOUR_RULE = ("Colour shows the denoising step (inside its canvas of random tokens) from which each token's "
+                     "draft stayed the one the canvas ended with")
 
 # %-formatting keeps LaTeX's own braces literal; '%%' is a literal percent sign.
 _TEMPLATE = r"""\documentclass[11pt]{article}
@@ -147,7 +163,7 @@ _TEMPLATE = r"""\documentclass[11pt]{article}
 \mbox{}%(body)s
 
 \medskip
-{\small Colour shows the denoising round (inside its block) that decided each token:
+{\small %(colour_rule)s:
 %(legend)s. %(stats)s\par}
 \end{document}
 """

@@ -33,8 +33,9 @@ def _in_block(frame: Frame, gen_length: int, block_size: int) -> tuple[list[tupl
 
 def part_count(frame: Frame, mask_id: int | None, gen_length: int, block_size: int) -> int:
     """How many parts `frame` is drawn in: ceil(commits in its block / TOKENS_PER_PART), at most
-    MAX_PARTS, at least 1; always 1 for an autoregressive frame (mask_id None: one token)."""
-    if mask_id is None:
+    MAX_PARTS, at least 1; always 1 for an autoregressive frame (mask_id None: one token) and for a
+    uniform-noise step (Frame.noise: the whole canvas is redrawn, and nothing in it is decided)."""
+    if mask_id is None or frame.noise is not None:
         return 1
     inside, _rest = _in_block(frame, gen_length, block_size)
     return max(1, min(MAX_PARTS, -(-len(inside) // TOKENS_PER_PART)))

@@ -124,7 +124,10 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None, scope
     tokens its scaffold placed). Line: running tokens per forward (answer tokens so far / NFE),
     which ends on the run's own tokens per forward (engine/metrics.py). A run that rewrote tokens
     gets a bar of its own per forward, cross-hatched beside the decided ones: edits are not
-    decisions, so they never enter the line (engine/metrics.py)."""
+    decisions, so they never enter the line (engine/metrics.py). A uniform-noise run decides a
+    canvas at its last step only, so it gets noise_steps instead: what each step accepted."""
+    if any(f.noise is not None for f in frames):
+        return noise_steps(frames, scope)
     ends = _ends(frames, ends)
     nfe = [f.nfe for f in frames]
     per_forward = answer_commits(frames, ends)
@@ -160,6 +163,35 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None, scope
         barmode="stack",
         margin=LEGEND_MARGIN, height=320, legend=LEGEND,
     )
+    return themed(fig)
+
+
+def noise_steps(frames: Sequence[Frame], scope: str = "") -> go.Figure:
+    """A uniform-noise run (Frame.noise), step by step: bars of the tokens the entropy bound
+    accepted (how many of them changed since the last step, stacked apart), a line of the mean
+    entropy of the tempered logits (right axis), and a mark where each canvas ended, naming its rule."""
+    steps = [f for f in frames if f.noise is not None]
+    nfe = [f.nfe for f in steps]
+    changed = [len(f.noise.changed) for f in steps]
+    kept = [len(f.noise.accepted) - c for f, c in zip(steps, changed)]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=nfe, y=kept, name="accepted", hovertemplate="NFE %{x}: %{y} accepted<extra></extra>"))
+    fig.add_trace(go.Bar(x=nfe, y=changed, name="accepted, changed since the last step", marker_pattern_shape="x",
+                         hovertemplate="NFE %{x}: %{y} changed<extra></extra>"))
+    fig.add_trace(go.Scatter(x=nfe, y=[f.noise.mean_entropy for f in steps], name="mean entropy (nats)",
+                             mode="lines+markers", yaxis="y2",
+                             hovertemplate="NFE %{x}: %{y:.3f} nats<extra></extra>"))
+    for f in steps:
+        if f.noise.stop_rule:
+            fig.add_vline(x=f.nfe + 0.5, line_dash="dot", line_color="rgba(127,127,127,0.7)",
+                          annotation_text="step cap" if f.noise.stop_rule == "max_steps" else "stable + confident",
+                          annotation_position="top left", annotation_font_size=10)
+    fig.update_layout(
+        title={"text": _titled("Accepted tokens and mean entropy per step", scope)}, xaxis_title=LABELS["nfe"],
+        yaxis_title="tokens accepted", xaxis=integer_axis(max(nfe, default=1), 1),
+        yaxis=integer_axis(max((len(f.noise.accepted) for f in steps), default=1)),
+        yaxis2={"title": "mean entropy (nats)", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        barmode="stack", margin={**LEGEND_MARGIN, "r": 60}, height=320, legend=LEGEND)
     return themed(fig)
 
 

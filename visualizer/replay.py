@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from engine.metrics import LABELS, summary_line
 from engine.trace import GenerationConfig, Result, block_size_of
+from visualizer.noise_grid import noise_legend
 from world.format import ParseError, dumps, parse_call
 from world.provenance import describe, label, unseen_in_call
 from world.tools import FINISH
@@ -97,7 +98,7 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     cfg = _config_dict(config) or {}
     canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
-    block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length))
+    block_size = block_size_of(result.mask_id, int(cfg.get("block_size") or gen_length), result.uniform_noise)
     payload = result.to_dict()
     blocks = block_bounds(gen_length, block_size, canvas_length if result.mask_id is not None else 0)
     payload.update(gen_length=gen_length, block_size=block_size, blocks=blocks, round_ms=round_ms(len(result.frames)),
@@ -144,7 +145,8 @@ def standalone_replay_html(
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
         numbers=summary_line(result.stats, "generation") if result.stats else "", config=_config_dict(config),
-        legend=legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames)),
+        legend=(noise_legend() if result.uniform_noise else
+                legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames))),
         css=Markup(GRID_CSS + MARK_CSS + PAGE_CSS), tool_call=tool_call_check(result.text, known),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),

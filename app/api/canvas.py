@@ -10,6 +10,12 @@ first decided EOS. So the glyph count never grows from one round to the next, an
 canvas is exactly the answer's text. Beside the text, the chunk's `diffusion` field carries
 the round (nfe, block, round) and the canvas as token pieces (null where masked), for clients
 that draw the grid (the playground's own `openai:` backend does).
+
+A uniform-noise canvas (DiffusionGemma: Frame.noise) has no masks. Its committed text is the
+finished canvases only; its diffusing text is the finished canvases then the current step's draft
+(the argmax canvas transformers' streamer puts out as the draft), and `diffusion.noise` carries
+the step: the draft and the noisy canvas as token pieces, the accepted and changed positions,
+temperature, mean entropy and, on a canvas's last step, the rule that ended it.
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ def _cut(canvas: list[int], eos_ids: frozenset[int]) -> int:
 
 
 def committed_text(backend: Any, frame: Frame) -> str:
-    """Text of the decided prefix of the canvas (before the first mask or EOS), pad dropped."""
+    """Text of the decided prefix of the canvas (before the first mask or EOS), pad dropped; of a
+    uniform-noise run, the finished canvases (the one being denoised is not decided)."""
     mask_id = backend.mask_id if backend.kind == "diffusion" else None
-    canvas = frame.canvas[:_cut(frame.canvas, backend.eos_ids)]
+    decided = frame.noise.start if frame.noise is not None and not frame.noise.stop_rule else len(frame.canvas)
+    canvas = frame.canvas[:decided]
+    canvas = canvas[:_cut(canvas, backend.eos_ids)]
     end = next((i for i, t in enumerate(canvas) if t == mask_id), len(canvas))
     return backend.decode([t for t in canvas[:end] if t != backend.pad_id])
 
@@ -61,4 +70,10 @@ def diffusing_view(backend: Any, frame: Frame) -> tuple[str, dict[str, Any]]:
     pieces = [None if t == mask_id else backend.token_piece(t) for t in frame.canvas]
     extension = {"nfe": frame.nfe, "block": frame.block, "round": frame.round, "canvas": pieces,
                  "eos_at": cut if cut < len(frame.canvas) else None, "mask": MASK_GLYPH}
+    if frame.noise is not None:
+        step = frame.noise
+        extension["noise"] = {"start": step.start, "draft": [backend.token_piece(t) for t in step.draft],
+                              "noisy": [backend.token_piece(t) for t in step.noisy], "accepted": step.accepted,
+                              "changed": step.changed, "temperature": step.temperature,
+                              "mean_entropy": step.mean_entropy, "stop_rule": step.stop_rule}
     return "".join(parts), extension

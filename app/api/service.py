@@ -22,6 +22,7 @@ from typing import Any
 from engine import catalog
 from engine.backends.base import BackendError
 from engine.generate import run
+from engine.presets import DECODINGS
 from engine.trace import ConfigError, Frame
 from sessions import StoreError, TurnRecord
 from world.agent import Step, prompt_ids_for
@@ -88,11 +89,14 @@ class ChatService:
 
     def defaults_for(self, name: str) -> dict[str, Any]:
         """The model's own decoding defaults (its catalog entry), after checking it exists (404)."""
-        self.backend(name)
+        backend = self.backend(name)
         try:
             defaults = {k: v for k, v in catalog.resolve(name).defaults.items() if k in CONFIG_FIELDS}
             return defaults or dict(FALLBACK_DEFAULTS)
         except BackendError:
+            if backend.uniform_noise:          # DiffusionGemma handed to the app: its decoding, its canvas
+                return {**FALLBACK_DEFAULTS, **DECODINGS["diffusion_gemma"].settings,
+                        "block_size": backend.canvas_length, "gen_length": backend.canvas_length}
             return dict(FALLBACK_DEFAULTS)     # a backend handed to the app, not in the catalog
 
     # -- admission -------------------------------------------------------------------------------

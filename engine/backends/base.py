@@ -34,7 +34,8 @@ class Capabilities:
     windowed_cache: bool = False         # full attention: Fast-dLLM's prefix / dual caches apply to it
     cache_modes: tuple[str, ...] = ("none",)   # GenerationConfig.cache values it runs (its model permitting)
     positions_computed: int | None = None  # query positions fed to the model since prefill, where counted
-    mask_id: int | None = None           # diffusion backends set it (DiffusionBackend)
+    mask_id: int | None = None           # masked diffusion backends set it (DiffusionBackend)
+    uniform_noise: bool = False          # diffusion over a canvas of random tokens, no mask (UniformNoiseBackend)
 
 
 @runtime_checkable
@@ -86,6 +87,27 @@ class DiffusionBackend(Backend, Protocol):
 
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
         """The block is final: write it to the KV cache / recurrent state (no-op without one)."""
+
+
+@runtime_checkable
+class UniformNoiseBackend(Backend, Protocol):
+    """Diffusion without a mask token (engine/noise_canvas.py): the canvas starts as random tokens.
+    The context (prompt, then each finished canvas) goes through an encoder into a KV cache; the
+    decoder reads a whole canvas against it."""
+
+    vocab_size: int
+    canvas_length: int          # the length the model was trained with (the preset's block size)
+
+    def prefill(self, prompt_ids: torch.Tensor) -> None:
+        """Start a generation: encode (1, P) prompt ids into a fresh cache."""
+
+    def denoise_canvas(self, canvas: torch.Tensor, self_conditioning: torch.Tensor | None) -> torch.Tensor:
+        """Logits (1, C, V) for the (1, C) canvas after everything encoded so far, given the last
+        step's tempered logits (1, C, V) as self-conditioning (None at a canvas's first step).
+        Reads the cache, never writes it."""
+
+    def commit_canvas(self, canvas: torch.Tensor) -> None:
+        """The (1, C) canvas is final: encode it into the cache, after what is there."""
 
 
 @runtime_checkable

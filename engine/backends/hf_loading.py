@@ -14,7 +14,7 @@ from engine.backends.placement import pick_dtype, pick_placement
 # Config fields that hold the context length, in the order models use them.
 CONTEXT_FIELDS = ("max_position_embeddings", "max_sequence_length", "n_positions", "seq_length")
 DEFAULT_CONTEXT = 4096
-LOADERS = ("AutoModel", "AutoModelForCausalLM")
+LOADERS = ("AutoModel", "AutoModelForCausalLM", "AutoModelForImageTextToText")   # the last: DiffusionGemma
 # Any one of these in a folder means a tokenizer was saved there (fast, sentencepiece or BPE files).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 

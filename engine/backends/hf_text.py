@@ -12,7 +12,8 @@ from engine.backends.base import BackendError, Capabilities
 from engine.backends.hf_loading import context_length
 
 # Tokens that end an assistant turn in common chat formats (Qwen, Llama 3, LLaDA, SDAR, Phi).
-END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end|>", "<|role_end|>")
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<|end|>", "<|role_end|>",
+                      "<end_of_turn>", "<turn|>")   # the last two: Gemma 3, Gemma 4 (and DiffusionGemma)
 
 
 def special_ids(tokenizer: Any, model: torch.nn.Module | None = None) -> tuple[frozenset[int], int | None]:

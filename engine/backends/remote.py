@@ -30,7 +30,7 @@ import torch
 from engine.backends.base import BackendError, Capabilities
 from engine.result import summarize
 from engine.tool_calls import ToolCalls
-from engine.trace import ConfigError, Frame, GenerationConfig, Result
+from engine.trace import ConfigError, Frame, GenerationConfig, NoiseStep, Result
 
 PREFIX = "openai:"
 API_KEY_ENV = "DP_REMOTE_API_KEY"
@@ -220,10 +220,30 @@ class RemoteBackend(Capabilities):
             canvas[eos_at:] = [EOS] * (len(canvas) - eos_at)
         committed = [(i, t, 1.0) for i, t in enumerate(canvas)
                      if t != MASK and (i >= len(before) or before[i] == MASK)]
+        noise = self._noise_step(rounds.get("noise"))
+        if noise is not None:       # a uniform-noise canvas: nothing is decided before the canvas ends
+            committed = [(noise.start + i, t, 1.0) for i, t in enumerate(noise.draft)] if noise.stop_rule else []
         frame = Frame(nfe=int(rounds.get("nfe", 0)), block=int(rounds.get("block", 0)),
                       round=int(rounds.get("round", 0)), committed=committed, canvas=list(canvas),
-                      elapsed_s=time.perf_counter() - started)
+                      elapsed_s=time.perf_counter() - started, noise=noise)
         return canvas, frame
+
+    def _noise_step(self, step: Any) -> NoiseStep | None:
+        """A uniform-noise step from this playground's /v1 (`diffusion.noise`, app/api/canvas.py),
+        pieces turned into local ids; None when the round has none. A model that streams them is
+        a uniform-noise model (its Result says so)."""
+        if not isinstance(step, dict):
+            return None
+        try:
+            made = NoiseStep(start=int(step["start"]), draft=[self.vocab.id(str(p)) for p in step["draft"]],
+                             noisy=[self.vocab.id(str(p)) for p in step["noisy"]],
+                             accepted=[int(p) for p in step["accepted"]], changed=[int(p) for p in step["changed"]],
+                             temperature=float(step["temperature"]), mean_entropy=float(step["mean_entropy"]),
+                             stop_rule=str(step.get("stop_rule") or ""))
+        except (KeyError, TypeError, ValueError):
+            return None
+        self.uniform_noise = True
+        return made
 
 
 def _arguments(text: str) -> dict[str, Any]:

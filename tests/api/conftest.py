@@ -12,6 +12,7 @@ import pytest
 from app.api import ApiOptions
 from tests.e2e.app_fakes import Slow, free_port
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
+from tests.noise_models import tiny_noise_backend
 from tests.world.scripted import world_format
 from world.format import render_call
 
@@ -75,6 +76,7 @@ def backends() -> dict:
         "one-users-bd": one_request(world_format(FakeDiffusionBackend(users_seen, name="one-users-bd"))),
         "hermes-bd": FakeDiffusionBackend(world_target, name="hermes-bd"),   # the same text, not a world model
         "slow-world-bd": Slow(world_format(FakeDiffusionBackend(world_target, name="slow-world-bd")), 0.05),
+        "tiny-gemma": tiny_noise_backend("tiny-gemma"),     # a random DiffusionGemma (test_v1_noise_canvas.py)
     }
 
 

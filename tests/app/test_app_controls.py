@@ -40,7 +40,8 @@ def test_one_named_mapping_with_an_info_line_on_every_control(with_sampling):
     expected = {"gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "pace_ms",
                 "edit_threshold", "max_post_steps", "remask", "remask_rounds", "remask_count"}
     if with_sampling:
-        expected |= {"temperature", "top_p", "top_k", "seed", "cache"}
+        expected |= {"temperature", "top_p", "top_k", "seed", "cache", "t_min", "t_max", "stability_threshold",
+                     "confidence_threshold", "argmax_draws"}     # the last five: app/noise_controls.py
     assert set(controls) == expected
     assert list(controls) == [name for name in ORDER if name in expected]       # a run's API takes them in order
     for name, component in controls.items():

@@ -44,6 +44,7 @@ def test_presets_listed_with_valid_defaults():
         "SDAR-1.7B-Chat": "block_causal", "SDAR-4B-Chat": "block_causal", "LLaDA2.0-mini": "block_causal",
         "LLaDA2.1-mini": "block_causal",
         "Qwen2.5-1.5B-Instruct": "causal", "Qwen2.5-7B-Instruct": "causal", "Qwen3-1.7B": "causal",
+        "DiffusionGemma-26B-A4B-it": "uniform_noise", "gemma-4-26B-A4B-it": "causal",
     }
     for name, driver in expected.items():
         entry = listed[name]
@@ -52,8 +53,9 @@ def test_presets_listed_with_valid_defaults():
         GenerationConfig.from_dict(entry["defaults"])            # raises on a bad preset default
     shifted = {p.name for p in catalog.PRESETS if p.logit_shift}
     assert shifted == {"Dream-v0-Instruct-7B", "Fast_dLLM_v2_1.5B", "Fast_dLLM_v2_7B"}
-    for preset in catalog.PRESETS:
-        assert (preset.driver == "causal") == (preset.mask_id is None and preset.mask_token is None)
+    for preset in catalog.PRESETS:   # a mask exactly for the masked drivers (uniform noise has none)
+        masked = preset.driver in ("full_attention", "block_causal")
+        assert masked == (preset.mask_id is not None or preset.mask_token is not None)
 
 
 def test_preset_available_from_hf_cache(_isolated):

@@ -79,7 +79,85 @@
   }
   function count(set) { return Object.keys(set).length; }
 
+  // A uniform-noise trace (DiffusionGemma: frames carry `noise`) has no masks: each step shows the
+  // canvas as the model reads it next, accepted tokens in full, the rest random and faint
+  // (visualizer/noise_grid.py draws the same).
+  var noiseTrace = frames.some(function (f) { return !!f.noise; });
+  var STOP_WORDS = {"max_steps": "ended by the step cap (max denoising steps)",
+                    "stable_confident": "ended early: draft stable and mean entropy below the confidence threshold"};
+  function setCell(cellNode, cls, text, title, old) {
+    cellNode.className = cls;
+    cellNode.textContent = "";
+    if (old !== undefined) {
+      var struck = el("s", "dp-old");
+      struck.setAttribute("aria-hidden", "true");
+      struck.textContent = visible(old);
+      cellNode.appendChild(struck);
+    }
+    cellNode.appendChild(document.createTextNode(visible(text)));
+    cellNode.title = title;
+  }
+  function renderNoise(step) {
+    var frame = step > 0 ? frames[step - 1] : null;
+    var noise = frame ? frame.noise : null;
+    var before = step > 1 && frames[step - 2].block === frame.block ? frames[step - 2].noise : null;
+    var acceptedBefore = {};
+    if (before) { before.accepted.forEach(function (p) { acceptedBefore[p] = before.noisy[p - before.start]; }); }
+    var accepted = {}, changed = {};
+    if (noise) {
+      noise.accepted.forEach(function (p) { accepted[p] = true; });
+      noise.changed.forEach(function (p) { changed[p] = true; });
+    }
+    var canvas = frame ? frame.canvas : [];
+    var answer = answerOf(canvas);
+    var decidedTokens = 0;
+    for (var pos = 0; pos < cells.length; pos++) {
+      var cellNode = cells[pos];
+      breaks[pos].hidden = true;
+      if (!frame || pos >= canvas.length) { setCell(cellNode, "dp-cell dp-end", "", "#" + pos + ": not started"); continue; }
+      var finished = frame.block > Math.floor(pos / blockSize) || noise.stop_rule;
+      if (finished) {
+        var text = pieceOf(canvas[pos]);
+        if (!answer[pos]) { setCell(cellNode, "dp-cell dp-end", "∅", "#" + pos + ": " + JSON.stringify(text) +
+                                    " · after the answer's end"); continue; }
+        decidedTokens++;
+        var now = Math.floor(pos / blockSize) === frame.block;
+        setCell(cellNode, "dp-cell " + (now ? "dp-new" : "dp-done"), text, "#" + pos + ": " + JSON.stringify(text) +
+                " · the canvas's text" + (now ? " (decided now)" : ""));
+        continue;
+      }
+      var token = noise.noisy[pos - noise.start];
+      var piece = pieceOf(token);
+      var draft = JSON.stringify(pieceOf(noise.draft[pos - noise.start]));
+      if (accepted[pos]) {
+        var cls = "dp-cell dp-accepted";
+        var old = undefined;
+        if (changed[pos]) { cls += " dp-changed"; old = pieceOf(acceptedBefore[pos]); }
+        else if (!(pos in acceptedBefore)) { cls += " dp-accepted-new"; }
+        setCell(cellNode, cls, piece, "#" + pos + ": " + JSON.stringify(piece) + " · accepted" +
+                (old !== undefined ? ", was " + JSON.stringify(old) : "") + " · draft " + draft, old);
+      } else {
+        setCell(cellNode, "dp-cell dp-noise", piece, "#" + pos + ": random token " + JSON.stringify(piece) +
+                " (renoised, not accepted) · draft " + draft);
+      }
+    }
+    for (var bb = 0; bb < blocks.length; bb++) {
+      blocks[bb].className = frame && bb === frame.block ? "dp-block dp-active" : "dp-block";
+      blocks[bb].style.display = !frame || bb > frame.block ? "none" : "";   // a canvas not started: not drawn
+    }
+    var nfe = frame ? frame.nfe : 0;
+    readout.textContent = "Step " + step + "/" + frames.length + (frame ? " · canvas " + (frame.block + 1) + "/" +
+      numBlocks + " · step " + (frame.round + 1) + " · accepted " + noise.accepted.length + "/" +
+      noise.draft.length + " · renoised " + (noise.draft.length - noise.accepted.length) + " · changed " +
+      noise.changed.length + " · mean entropy " + noise.mean_entropy.toFixed(3) + " nats" +
+      (noise.stop_rule ? " · " + (STOP_WORDS[noise.stop_rule] || noise.stop_rule) : "") :
+      " · before the first forward") + " · " + (labels.nfe || "NFE") + " " + nfe + " · " +
+      (labels.new_tokens || "answer tokens") + " " + decidedTokens;
+    scrubber.value = String(step);
+  }
+
   function render(step) {
+    if (noiseTrace) { renderNoise(step); return; }
     var frame = step > 0 ? frames[step - 1] : null;
     var canvas = frame ? frame.canvas : [];
     // Last commit per position up to this frame: [round, nfe, confidence]; and the NFE at which
