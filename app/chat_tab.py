@@ -72,7 +72,24 @@ WHERE_INFO = ("Web pages: each tool call runs in the shop or office page below, 
               "(WebMCP); the page follows it, and the conversation goes on from what the pages did.")
 
 
-COPY_JS = "(text) => { if (text) navigator.clipboard.writeText(text); }"
+# The write is awaited, and its outcome is marked on the Chatbot (`data-copied`: the characters
+# copied, or "refused"): the clipboard holds the answer only once the write resolved, which is
+# after the server's answer_text round trip, so whoever reads it (a test, a script) waits for the
+# mark, never for a fixed time. A refused write says so in the status line instead of failing
+# silently. textContent, never HTML.
+COPY_JS = r"""async (text) => {
+  if (!text) return;
+  const chat = document.querySelector("#chatbot");
+  try {
+    await navigator.clipboard.writeText(text);
+    chat?.setAttribute("data-copied", String(text.length));
+  } catch (error) {
+    chat?.setAttribute("data-copied", "refused");
+    const status = document.querySelector("#chat-status .prose") || document.querySelector("#chat-status");
+    if (status) status.textContent = "The browser did not let the page copy (" + (error && error.name || "refused")
+      + "): select the answer and copy it by hand.";
+  }
+}"""
 
 
 def answer_text(history: list[dict[str, Any]] | None) -> str:

@@ -9,6 +9,7 @@ positions they predict: a backend whose model predicts position i from hidden i-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -83,10 +84,45 @@ class DiffusionBackend(Backend, Protocol):
 
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
         """Logits (1, len(block), V) for the positions of `block` in the (1, L) canvas.
-        Reads the cache, never writes it."""
+        Reads the cache and never writes the block it denoises. A backend that defers its commits
+        (`can_fuse_commit`) first runs the commit it deferred (a `DeferredCommit`: clean tokens
+        already decided) in the same pass: the only write a denoise may make, and one that any
+        reader of the cache would have had to run anyway."""
 
     def commit(self, canvas: torch.Tensor, block: slice) -> None:
-        """The block is final: write it to the KV cache / recurrent state (no-op without one)."""
+        """The block is final: write it to the KV cache / recurrent state (no-op without one). A
+        backend with `can_fuse_commit` may defer the write to its next denoise, holding the
+        block as a `DeferredCommit`; its cache is then read through `settled_cache()`, which
+        runs what is deferred first."""
+
+
+@dataclass(frozen=True)
+class PromptTail:
+    """The prompt's last piece, held back with a deferred commit so the prompt cache can keep the
+    state after it: the prompt ids (1, P), the slice of them that is the piece, and the answer
+    tokens (1, m) committed after it in the same deferred run (m may be 0)."""
+
+    ids: torch.Tensor
+    piece: slice
+    then: torch.Tensor
+
+
+@dataclass(frozen=True)
+class DeferredCommit:
+    """Clean tokens a diffusion backend has committed but not yet run into its cache (`can_fuse_commit`):
+    `tokens` (1, n), run fused with the next denoise, or alone when the cache is read
+    (`settled_cache()`). `prompt` is set when they begin with the prompt's last piece."""
+
+    tokens: torch.Tensor
+    prompt: PromptTail | None = None
+
+    def then_commit(self, tokens: torch.Tensor) -> DeferredCommit:
+        """This deferral with a finished block (1, k) appended: blocks committed one after another
+        wait as one run (the cache between them is never read)."""
+        prompt = self.prompt
+        if prompt is not None:
+            prompt = PromptTail(prompt.ids, prompt.piece, torch.cat([prompt.then, tokens], dim=1))
+        return DeferredCommit(torch.cat([self.tokens, tokens], dim=1), prompt)
 
 
 @runtime_checkable

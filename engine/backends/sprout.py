@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from engine.backends.base import BackendError, Capabilities
+from engine.backends.base import BackendError, Capabilities, DeferredCommit, PromptTail
 from engine.backends.placement import pick_device, pick_dtype
 from sprout.chat import EOS, MASK, PAD, ROLE_MARKERS, render_chat
 from sprout.prompt_cache import PromptCache
@@ -81,8 +81,9 @@ class SproutBackend(_SproutText):
     block) wait for the next `denoise`, and both run as one pass
     (`SproutModel.commit_then_denoise`), which costs about 0.7 of the two on a CPU; blocks
     committed one after another (a scaffold's fixed text can fill a whole block) wait as one
-    chunk. The loops need not know: a reader of the cache (`settled_cache()`) first runs the
-    waiting tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
+    chunk. This is the deferral the protocol allows (engine/backends/base.py `DeferredCommit`,
+    held in `self.deferred`); the loops need not know: a reader of the cache (`settled_cache()`)
+    first runs the deferred tokens alone. `fuse_commit = False` runs every pass on its own (the reference;
     tests/sprout/test_fused_commit.py holds the two to the same replies)."""
 
     kind = "diffusion"
@@ -91,19 +92,17 @@ class SproutBackend(_SproutText):
 
     def __init__(self, model, tokenizer, name: str = "sprout-bd", device: torch.device | None = None,
                  fuse_commit: bool = True):
-        # tokens (1, n) to append, and for the prompt's last piece (ids, piece, answer tokens after
-        # it (1, m)) to keep in the prompt cache
-        self._waiting: tuple[torch.Tensor, tuple[torch.Tensor, slice, torch.Tensor] | None] | None = None
+        self.deferred: DeferredCommit | None = None     # committed, not yet run into the cache
         self.fuse_commit = fuse_commit
         self._init_text(model.eval(), tokenizer, name, device or next(model.parameters()).device)
 
     def settled_cache(self):
-        self._run_waiting()
+        self._run_deferred()
         return self._cache
 
     @torch.inference_mode()
     def prefill(self, prompt_ids) -> None:
-        self._waiting = None
+        self.deferred = None
         if not self.fuse_commit:
             self._prefill(prompt_ids)
             return
@@ -113,16 +112,16 @@ class SproutBackend(_SproutText):
             cache = self.prompt_cache.run(self.model, ids, piece, cache)
         self._cache = cache
         if pieces:
-            self._waiting = (ids[:, pieces[-1]], (ids, pieces[-1], ids[:, :0]))
+            self.deferred = DeferredCommit(ids[:, pieces[-1]], PromptTail(ids, pieces[-1], ids[:, :0]))
 
     @torch.inference_mode()
     def denoise(self, canvas: torch.Tensor, block: slice) -> torch.Tensor:
         block_ids = self._ids(canvas)[:, block]
-        if self._waiting is None:
+        if self.deferred is None:
             return self.model.denoise(block_ids, self._cache)                      # (1, C, V)
-        (tokens, prompt), self._waiting = self._waiting, None
-        self._cache, logits = self.model.commit_then_denoise(tokens, block_ids, self._cache)
-        self._keep_prompt(prompt)
+        deferred, self.deferred = self.deferred, None
+        self._cache, logits = self.model.commit_then_denoise(deferred.tokens, block_ids, self._cache)
+        self._keep_prompt(deferred.prompt)
         return logits                                                              # (1, C, V)
 
     @torch.inference_mode()
@@ -130,29 +129,25 @@ class SproutBackend(_SproutText):
         tokens = self._ids(canvas)[:, block].clone()                               # the canvas changes later
         if not self.fuse_commit:
             self._cache, _ = self.model.commit(tokens, self._cache)
-        elif self._waiting is None:
-            self._waiting = (tokens, None)
+        elif self.deferred is None:
+            self.deferred = DeferredCommit(tokens)
         else:
-            # a block right after waiting tokens joins them: the cache between is never read
+            # a block right after deferred tokens joins them: the cache between is never read
             # (the prompt cache keeps the context after the prompt and the block instead)
-            waiting, prompt = self._waiting
-            self._waiting = (torch.cat([waiting, tokens], dim=1),
-                             None if prompt is None else (prompt[0], prompt[1], torch.cat([prompt[2], tokens], dim=1)))
+            self.deferred = self.deferred.then_commit(tokens)
 
     @torch.inference_mode()
-    def _run_waiting(self) -> None:
-        if self._waiting is None:
+    def _run_deferred(self) -> None:
+        if self.deferred is None:
             return
-        (tokens, prompt), self._waiting = self._waiting, None
-        self._cache = (self.model.prefill(tokens)[0] if self._cache is None
-                       else self.model.commit(tokens, self._cache)[0])
-        self._keep_prompt(prompt)
+        deferred, self.deferred = self.deferred, None
+        self._cache = (self.model.prefill(deferred.tokens)[0] if self._cache is None
+                       else self.model.commit(deferred.tokens, self._cache)[0])
+        self._keep_prompt(deferred.prompt)
 
-    def _keep_prompt(self, prompt: tuple[torch.Tensor, slice, torch.Tensor] | None) -> None:
-        """prompt: (ids, its last piece, the answer tokens that ran with it (1, n))."""
+    def _keep_prompt(self, prompt: PromptTail | None) -> None:
         if prompt is not None:
-            ids, piece, then = prompt
-            self.prompt_cache.keep(ids, piece, self._cache, then if then.shape[1] else None)
+            self.prompt_cache.keep(prompt.ids, prompt.piece, self._cache, prompt.then if prompt.then.shape[1] else None)
 
     @property
     def slides_blocks(self) -> bool:

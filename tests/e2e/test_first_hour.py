@@ -284,10 +284,12 @@ def test_copy_answer_copies_the_answer_as_read_with_the_products_name(browser, t
         answer = last_conversation(ctx, "chat")["turns"][-1]["tool_calls"][0]["arguments"]["answer"]
         product = re.search(r"\bP[0-9A-Z]{3}\b", answer).group(0)                # the model names an id
         page.locator("#chatbot button", has_text="Copy answer").click()
-        # the copy runs after the server's answer_text event: wait for the clipboard, not a fixed time
-        # (800 ms read an empty clipboard once on a loaded machine)
-        page.wait_for_function("navigator.clipboard.readText().then(t => t.length > 0)", timeout=15_000)
-        copied = page.evaluate("navigator.clipboard.readText()")
+        # the write ends after the server's answer_text round trip; the page marks the Chatbot when it
+        # resolved (COPY_JS). Not wait_for_function on readText(): Playwright does not await a promise
+        # its predicate returns, and a promise is truthy, so that wait passed at once, before the write
+        expect(page.locator("#chatbot")).to_have_attribute("data-copied", re.compile(r"^\d+$"), timeout=15_000)
+        copied = page.evaluate("navigator.clipboard.readText()")       # evaluate awaits the promise
+        assert page.locator("#chatbot").get_attribute("data-copied") == str(len(copied)), copied
         assert copied.startswith(answer.split(product)[0] + product + " ("), copied
         for markup in ("Tool call", "call:", "response:", "```", "&quot;", "\\"):
             assert markup not in copied, copied

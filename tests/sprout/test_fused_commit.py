@@ -79,3 +79,29 @@ def test_the_fused_benchmark_reports_same_replies_and_times(capsys):
     assert backend.fuse_commit, "the backend is left as it was given"
     assert main(["fused", "--model", "py:tests.world.scripted:oracle_ar"]) == 2
     assert "has no fused pass" in capsys.readouterr().err
+
+
+@torch.inference_mode()
+def test_a_deferred_commit_is_named_held_and_run_by_the_next_denoise_or_a_read_of_the_cache():
+    """The protocol's deferral (engine/backends/base.py): commit holds the block as a DeferredCommit,
+    blocks in a row join it, the next denoise runs it fused, and settled_cache() runs it alone;
+    the cache then equals the reference backend's, which commits at once."""
+    from engine.backends.base import DeferredCommit
+
+    tok, model = tiny_tokenizer(), tiny_sprout(causal=False, seed=5)
+    fused, reference = SproutBackend(model, tok), SproutBackend(model, tok, fuse_commit=False)
+    prompt = torch.randint(3, 40, (1, 9), generator=torch.Generator().manual_seed(1))
+    canvas = torch.randint(3, 40, (1, 16), generator=torch.Generator().manual_seed(2))
+    for backend in (fused, reference):
+        backend.prefill(prompt)
+    assert isinstance(fused.deferred, DeferredCommit) and fused.deferred.prompt is not None   # the prompt's last piece
+    assert reference.deferred is None
+    first, second = slice(0, 8), slice(8, 16)
+    torch.testing.assert_close(fused.denoise(canvas, first), reference.denoise(canvas, first), **TOL)
+    assert fused.deferred is None                                    # the denoise ran it
+    for block in (first, second):                                    # two blocks in a row wait as one
+        fused.commit(canvas, block)
+        reference.commit(canvas, block)
+    assert fused.deferred is not None and fused.deferred.tokens.shape == (1, 16)
+    _same_cache(fused.settled_cache(), reference.settled_cache())    # a read runs it alone
+    assert fused.deferred is None
