@@ -36,7 +36,10 @@ CHAT_INPUTS = {"Message": "hi", "Model": "fake-bd", "System prompt": "", "Random
                "Generation length": 64, "Block size": 16, "Steps per block": 8, "Sampler": "threshold",
                "Threshold": 0.9, "Factor": 1.0, "Entropy bound": 0.5, "Temperature": 0.0, "Top-p": 1.0, "Top-k": 0,
                "Playback pace": 0, "Seed": 0, "Edit threshold": 0.9, "Max post steps": 16, "Remasking": "off",
-               "Remask rounds": 2, "Remask count": 2, "Cache": "none", "JSON schema": ""}
+               "Remask rounds": 2, "Remask count": 2, "Cache": "none", "JSON schema": "",
+               # the uniform-noise canvas's controls (app/noise_controls.py), read only by that driver
+               "Lowest temperature": 0.4, "Highest temperature": 0.8, "Stability": 1, "Confidence": 0.005,
+               "Argmax draws": False}
 
 
 def chat_args(client: Client, **by_label) -> list:
