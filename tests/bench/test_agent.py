@@ -118,7 +118,7 @@ class SlowToOpen:
 
     def __init__(self) -> None:
         from types import SimpleNamespace
-        self.driver = SimpleNamespace(call_ms=[])
+        self.driver = SimpleNamespace(call_ms=[], webmcp="polyfill")   # whose WebMCP the report names
 
     def episode(self, _task, world):
         import time
@@ -142,7 +142,7 @@ def test_through_the_pages_the_time_to_open_them_is_reported_apart():
     report = run_agent_benchmark({"A": a, "B": b}, tasks, attempts=1, config=CONFIG, system=None,
                                  pages=SlowToOpen(), warmup=False)
     m, base = report["models"]["A"], report["models"]["B"]
-    assert report["via"] == "webmcp" and m["successes"] == 2
+    assert report["via"] == "webmcp" and report["webmcp"] == "polyfill" and m["successes"] == 2
     for model in (m, base):
         assert model["median_open_s"] >= SlowToOpen.OPEN_S
         assert model["median_task_s_after_open"] < model["median_task_s"] - SlowToOpen.OPEN_S * 0.9
