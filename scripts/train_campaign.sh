@@ -5,7 +5,9 @@
 #
 #     bash scripts/train_campaign.sh STAGE [MINUTES] [STEPS]
 #
-# Resumable: rerunning the same stage continues from runs/<twin>-<STAGE>/state.pt (fp32 weights,
+# The stage starts from INIT_BD / INIT_AR (default the shipped twins; a later stage names the last
+# committed stage weights, models/campaign/sprout-{bd,ar}-<stage>, which the pickers do not list).
+# Resumable: rerunning the same stage continues from runs/sprout-<twin>-<STAGE>/state.pt (fp32 weights,
 # optimizer, step). The BD twin runs first for MINUTES (default 120), then the AR twin for the
 # same number of steps (its steps are ~2.5x cheaper), unless STEPS fixes the count for both.
 # Each twin gets the machine's threads while it trains (run the test suite after, not beside).
@@ -26,9 +28,9 @@ common=(--preset cpu --corpus $corpus --eval-every 100000 --agent-tasks 0 --sele
         --lr "${LR:-1.5e-4}" --warmup 20 --seed "${SEED:-12}")
 budget=(--minutes "$minutes")
 [ -n "$steps" ] && budget=(--max-steps "$steps")
-OMP_NUM_THREADS=$threads $PY -m training.train --twin bd --init-from models/sprout-bd \
+OMP_NUM_THREADS=$threads $PY -m training.train --twin bd --init-from "${INIT_BD:-models/sprout-bd}" \
   --out runs/out/sprout-bd-$stage "${common[@]}" "${budget[@]}"
 # the AR twin: the BD twin's step count, so both saw the same tokens
 bd_steps=$($PY -c "import json; print(json.load(open('runs/out/sprout-bd-$stage/training.json'))['step'])")
-OMP_NUM_THREADS=$threads $PY -m training.train --twin ar --init-from models/sprout-ar \
+OMP_NUM_THREADS=$threads $PY -m training.train --twin ar --init-from "${INIT_AR:-models/sprout-ar}" \
   --out runs/out/sprout-ar-$stage "${common[@]}" --max-steps "${steps:-$bd_steps}"
