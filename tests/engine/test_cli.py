@@ -53,8 +53,9 @@ def test_json_output(catalog, capsys):
     assert payload["text"] == ANSWER
     assert payload["config"]["block_size"] == 8 and payload["config"]["sampler"] == "threshold"
     assert set(payload["stats"]) == {"nfe", "new_tokens", "tokens_per_forward", "seconds", "tokens_per_s",
-                                     "first_token_s", "stop_reason", "wall_s", "edits"}
+                                     "first_token_s", "stop_reason", "wall_s", "edits", "upstream_tokens_per_forward"}
     assert payload["stats"]["new_tokens"] == len(ANSWER)
+    assert payload["stats"]["upstream_tokens_per_forward"] is None        # a uniform-noise run's second count only
     assert catalog.loaded == [("fake-dllm", "cpu")]
 
 
