@@ -326,9 +326,35 @@ def code_folder(preset: Preset) -> Path | None:
     return cached_snapshot(preset.hf_id) if preset.hf_id else None
 
 
-def untrusted_code_sentence(preset: Preset) -> str:
-    from engine.model_access import TRUST_FLAG, code_files
+# the launch flag that allows a model's own Python (launch.py; engine/model_access.py re-exports it)
+TRUST_FLAG = "--trust-remote-code"
 
+
+def code_files(folder: str | Path | None) -> list[str]:
+    """The Python files of a model folder that loading it with trust_remote_code may import: the
+    modules its config.json / tokenizer_config.json `auto_map` names, then every other .py file
+    there (a named module may import its neighbours)."""
+    if folder is None or not Path(folder).is_dir():
+        return []
+    folder = Path(folder)
+    named: list[str] = []
+    for config in ("config.json", "tokenizer_config.json"):
+        try:
+            data = json.loads((folder / config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        auto_map = data.get("auto_map") if isinstance(data, dict) else None
+        for ref in (auto_map or {}).values() if isinstance(auto_map, dict) else ():
+            for one in ref if isinstance(ref, list) else [ref]:
+                if isinstance(one, str) and "." in one:
+                    module = one.split("--")[-1].rsplit(".", 1)[0] + ".py"
+                    if module not in named:
+                        named.append(module)
+    rest = sorted(p.name for p in folder.glob("*.py") if p.name not in named)
+    return named + rest
+
+
+def untrusted_code_sentence(preset: Preset) -> str:
     files = code_files(code_folder(preset))
     listed = ", ".join(files[:8]) + (" ..." if len(files) > 8 else "") if files else "the Python files its config names"
     return (f"Model '{preset.name}' runs Python of its own when it loads ({listed}); it is loaded only once you "

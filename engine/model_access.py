@@ -22,7 +22,6 @@ servers.json entries and a URL given with --model / --baseline.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,8 +30,9 @@ from pathlib import Path
 from engine.backends.base import BackendError
 from engine.backends.remote import PREFIX as REMOTE_PREFIX
 from engine.backends.remote import parse_spec
+from engine.catalog import TRUST_FLAG, code_files  # noqa: F401  (re-exported; they live with the catalog)
 
-PATHS_FLAG, URLS_FLAG, TRUST_FLAG = "--allow-model-paths", "--allow-remote-urls", "--trust-remote-code"
+PATHS_FLAG, URLS_FLAG = "--allow-model-paths", "--allow-remote-urls"
 
 
 @dataclass
@@ -136,25 +136,3 @@ def _unknown(key: str, why: str | None) -> BackendError:
                         f"under models/ and the servers in models/servers.json){said}.")
 
 
-def code_files(folder: str | Path | None) -> list[str]:
-    """The Python files of a model folder that loading it with trust_remote_code may import: the
-    modules its config.json / tokenizer_config.json `auto_map` names, then every other .py file
-    there (a named module may import its neighbours)."""
-    if folder is None or not Path(folder).is_dir():
-        return []
-    folder = Path(folder)
-    named: list[str] = []
-    for config in ("config.json", "tokenizer_config.json"):
-        try:
-            data = json.loads((folder / config).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        auto_map = data.get("auto_map") if isinstance(data, dict) else None
-        for ref in (auto_map or {}).values() if isinstance(auto_map, dict) else ():
-            for one in ref if isinstance(ref, list) else [ref]:
-                if isinstance(one, str) and "." in one:
-                    module = one.split("--")[-1].rsplit(".", 1)[0] + ".py"
-                    if module not in named:
-                        named.append(module)
-    rest = sorted(p.name for p in folder.glob("*.py") if p.name not in named)
-    return named + rest
