@@ -11,12 +11,9 @@ Needs /usr/bin/chromium; skipped with that reason when it is absent.
 from __future__ import annotations
 
 import pytest
-from starlette.applications import Starlette
-from starlette.responses import HTMLResponse
-from starlette.routing import Route
 
 from tests.e2e.chromium import BROWSER_MARKS
-from world.webapps.server import serve_app_in_thread
+from tests.e2e.static_site import static_site
 from world.webmcp.driver import WebMCPDriver
 
 pytestmark = BROWSER_MARKS
@@ -84,9 +81,7 @@ def browser(webmcp_browser):
 
 @pytest.fixture(scope="module")
 def bistro_url():
-    app = Starlette(routes=[Route("/", lambda _r: HTMLResponse(FORMS_PAGE)),
-                            Route("/menu", lambda _r: HTMLResponse(MENU_PAGE))])
-    with serve_app_in_thread(app) as url:
+    with static_site({"/": FORMS_PAGE, "/menu": MENU_PAGE}) as url:
         yield url
 
 

@@ -16,15 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from starlette.responses import HTMLResponse
-from starlette.routing import Route
 
 from engine.trace import GenerationConfig
 from tests.e2e.chromium import BROWSER_MARKS, skip_without_native
+from tests.e2e.static_site import static_site
 from world.agent import act
 from world.format import render_call, system_prompt
-from world.webapps.server import serve_app_in_thread
 from world.webmcp.driver import OutsideOrigin, PageToolsOf, WebMCPDriver
 
 pytestmark = BROWSER_MARKS
@@ -88,9 +85,7 @@ def browser(webmcp_browser):
 
 @pytest.fixture(scope="module")
 def todo_url():
-    app = Starlette(routes=[Route("/", lambda _r: HTMLResponse(TODO_PAGE)),
-                            Route("/archive", lambda _r: HTMLResponse(ARCHIVE_PAGE))])
-    with serve_app_in_thread(app) as url:
+    with static_site({"/": TODO_PAGE, "/archive": ARCHIVE_PAGE}) as url:
         yield url
 
 

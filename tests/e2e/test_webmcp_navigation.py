@@ -15,12 +15,9 @@ Needs /usr/bin/chromium; skipped with that reason when it is absent.
 from __future__ import annotations
 
 import pytest
-from starlette.applications import Starlette
-from starlette.responses import HTMLResponse
-from starlette.routing import Route
 
 from tests.e2e.chromium import BROWSER_MARKS
-from world.webapps.server import serve_app_in_thread
+from tests.e2e.static_site import static_site
 from world.webmcp.driver import WebMCPDriver
 
 pytestmark = BROWSER_MARKS
@@ -64,9 +61,7 @@ def browser(webmcp_browser):
 
 @pytest.fixture(scope="module")
 def shop_url():
-    app = Starlette(routes=[Route("/", lambda _r: HTMLResponse(CATALOGUE_PAGE)),
-                            Route("/product", lambda _r: HTMLResponse(PRODUCT_PAGE))])
-    with serve_app_in_thread(app) as url:
+    with static_site({"/": CATALOGUE_PAGE, "/product": PRODUCT_PAGE}) as url:
         yield url
 
 
