@@ -5,9 +5,13 @@ from the same weights on the same batches, in one run.
 
 The paths:
 - before: the G layers' conv as shifted multiply-adds (each tap's backward zero-fills a gradient
-  of its whole input), the output head over every row, fp32;
-- fast: the conv as one depthwise F.conv1d, the head only over rows that carry a target, and
-  bf16 autocast where the CPU has bf16 matrix units (training/precision.py; fp32 elsewhere).
+  of its whole input), the noisy blocks' attention as one dense masked product, the output head
+  over every row, fp32;
+- fast: the conv as one depthwise F.conv1d, the attention per block, the head only over rows
+  that carry a target, and bf16 autocast where the CPU has bf16 matrix units
+  (training/precision.py; fp32 elsewhere).
+Both paths run the same batches, those training makes now (BD's sorted by reply length too,
+which training/data.py measures on its own as rows per real token).
 Each path starts from the shipped weights (models/sprout-<twin>) with a fresh AdamW and the
 same seeded noise, and runs the same N batches. tokens/s counts every token of a batch (the AR
 twin's and the BD twin's clean stream alike) over the process's CPU time, which another busy
@@ -35,9 +39,9 @@ from training.data import buckets, encode_texts
 from training.losses import head_rows, loss_ar, loss_bd
 from training.train import param_groups, read_corpus
 
-PATHS = {   # name -> (conv in training, output head rows, precision)
-    "before": ("shifted", "all", "fp32"),
-    "fast": ("depthwise", "targets", "auto"),
+PATHS = {   # name -> (conv in training, noisy attention, output head rows, precision)
+    "before": ("shifted", "dense", "all", "fp32"),
+    "fast": ("depthwise", "blocks", "targets", "auto"),
 }
 
 
@@ -52,11 +56,13 @@ def build_batches(corpus: Path, tokenizer, max_tokens: int, steps: int, seed: in
 
 
 def run_path(twin: str, path: str, model: SproutModel, batches, held, ids, lr: float, seed: int) -> dict:
-    conv, rows, requested = PATHS[path]
+    conv, attention, rows, requested = PATHS[path]
     model = copy.deepcopy(model).train()
     for block in model.blocks:
         if hasattr(block.mixer, "train_conv"):
             block.mixer.train_conv = conv
+        if hasattr(block.mixer, "train_attention"):
+            block.mixer.train_attention = attention
     device = torch.device("cpu")
     chosen = precisions.choose(requested, device)
     opt = torch.optim.AdamW(param_groups(model, 0.1), lr=lr, betas=(0.9, 0.95))
@@ -87,7 +93,8 @@ def run_path(twin: str, path: str, model: SproutModel, batches, held, ids, lr: f
         gen.manual_seed(seed + 1)
         held_loss = loss_of(held).item()
     tail = losses[-max(1, len(losses) // 10):]
-    return {"twin": twin, "path": path, "conv": conv, "head_rows": rows, "precision": chosen.name,
+    return {"twin": twin, "path": path, "conv": conv, "attention": attention, "head_rows": rows,
+            "precision": chosen.name,
             "steps": len(batches), "tokens": tokens, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
             "tokens_per_cpu_s": round(tokens / cpu, 1), "tokens_per_wall_s": round(tokens / wall, 1),
             "loss_last_tenth": round(statistics.mean(tail), 4), "held_loss": round(held_loss, 4)}

@@ -53,6 +53,9 @@ class AttentionLayer(nn.Module):
         inner = cfg.num_heads * cfg.head_dim
         self.qkv = nn.Linear(cfg.hidden_size, 3 * inner, bias=False)
         self.out = nn.Linear(inner, cfg.hidden_size, bias=False)
+        # the noisy blocks' attention in training: "blocks" (`_blocks_attention`), or "dense",
+        # the masked form training used before (bench/train.py times the two)
+        self.train_attention = "blocks"
 
     def _qkv(self, x: torch.Tensor, pos: torch.Tensor):
         *lead, T, _ = x.shape
@@ -95,7 +98,7 @@ class AttentionLayer(nn.Module):
         (several blocks, `ctx.allowed` set) takes `_blocks_attention`; decoding's one block
         attends to the whole cache and itself in one SDPA call."""
         if ctx.allowed is not None:
-            return _blocks_attention(q, k, v, ctx)
+            return (blocks_attention_dense if self.train_attention == "dense" else _blocks_attention)(q, k, v, ctx)
         B, NB, C = q.shape[:3]
         q, k, v = (t.reshape(B, NB * C, self.h, self.d).transpose(1, 2) for t in (q, k, v))
         keys, values = torch.cat([ctx.keys, k], 2), torch.cat([ctx.values, v], 2)   # (B, H, T+C, D)

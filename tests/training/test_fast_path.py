@@ -84,6 +84,31 @@ def test_the_head_on_target_rows_gives_the_loss_and_gradients_of_the_head_on_eve
         torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
+def test_the_per_block_attention_gives_the_bd_step_of_the_dense_masked_attention():
+    """The A layers' `train_attention` switch (bench/train.py's old path) changes only how the
+    noisy blocks' attention is computed: a whole BD step's loss and gradients agree."""
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    batch = encode_texts(list(corpus_texts()[:4]), tok)
+    model = tiny_sprout(causal=False).train()
+    attention = [block.mixer for block in model.blocks if hasattr(block.mixer, "train_attention")]
+    assert attention
+
+    def step():
+        return loss_bd(model, batch, ids, 4, torch.Generator().manual_seed(2), complementary=True,
+                       ar_weight=0.5)[0]
+
+    results = []
+    for form in ("dense", "blocks"):
+        for layer in attention:
+            layer.train_attention = form
+        results.append(_step_grads(model, step))
+    (want_loss, want), (got_loss, got) = results
+    torch.testing.assert_close(got_loss, want_loss, rtol=1e-5, atol=1e-6)
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_head_rows_refuses_an_unknown_choice():
     with pytest.raises(ValueError, match="targets"), head_rows("some"):
         pass
