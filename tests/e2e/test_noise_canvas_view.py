@@ -61,6 +61,11 @@ def test_a_canvas_goes_from_noise_to_text_and_races_an_ar_model(browser, tmp_pat
         page.locator("#send").click()
         noise = page.locator("#live-panel .dp-cell.dp-noise")
         expect(noise.first).to_be_visible(timeout=60_000)
+        # the second canvas mid-way, as recorded: waited for before anything else (a screenshot)
+        # may hold the page's main thread, during which Gradio hands several streamed updates to
+        # the page at once and only the last is drawn
+        page.wait_for_function("() => window.__states.some(h => h.includes('canvas 2/2') && h.includes('dp-noise'))",
+                               timeout=120_000)
         folder = os.environ.get("DP_SCREENSHOT_DIR")
         if folder:       # the page as it is now (a locator's screenshot would wait for the panel to stop changing)
             Path(folder).mkdir(parents=True, exist_ok=True)
