@@ -38,6 +38,17 @@ SCENARIOS = {s.name: s for s in (Scenario("office-six", "Six office tasks in a r
                                   Scenario("black-shirt", "A black shirt in size L, guest checkout", False))}
 
 
+def scenario_instruction(name: str) -> str:
+    """What the scenario asks, whole (a conversation: its requests, numbered), for the Instruction
+    box before it runs: the name, email and address the model's calls use are there to read first,
+    not first seen inside a tool call. "" for a name that is not a scenario."""
+    scenario = SCENARIOS.get(name)
+    if scenario is None:
+        return ""
+    built = scenario.build()
+    return conversation_task(built)["instruction"] if scenario.conversation else built["instruction"]
+
+
 def conversation_task(conversation: dict[str, Any]) -> dict[str, Any]:
     """The conversation as the tab's task: its world, and its requests as the instruction."""
     instructions = [turn["instruction"] for turn in conversation["turns"]]

@@ -23,7 +23,7 @@ from world.agent import DEFAULT_MAX_REPLIES, Step, run_conversation, run_episode
 from world.start import world_for
 
 from .agent_record import Venue, agent_exchange, last_call, stopped
-from .agent_scenarios import SCENARIOS, conversation_task, conversation_verdict
+from .agent_scenarios import SCENARIOS, conversation_task, conversation_verdict, scenario_instruction
 from .agent_tasks import CUSTOM, benchmark_tasks, custom_task, task_label, world_after, world_view
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
@@ -350,9 +350,11 @@ def build(ctx: AppContext) -> dict[str, Any]:
     where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
     instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
-    for name, button in scenario_btns.items():
-        button.click(with_settings(scenario_runner(agent, name), "agent", list(controls)),
-                     [model, max_replies, *controls.values()], outputs, api_visibility="private", **GENERATE)
+    for name, button in scenario_btns.items():      # its whole instruction in the box first, then the run
+        button.click(lambda n=name: scenario_instruction(n), None, [instruction], queue=False,
+                     api_visibility="private", **QUIET).then(
+            with_settings(scenario_runner(agent, name), "agent", list(controls)),
+            [model, max_replies, *controls.values()], outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)

@@ -145,3 +145,18 @@ def test_plots_are_transparent_with_the_legend_above_the_plot_area():
         assert figure.layout.paper_bgcolor == "rgba(0,0,0,0)" and figure.layout.plot_bgcolor == "rgba(0,0,0,0)"
     legend = commits_per_forward([frame]).layout.legend
     assert legend.yanchor == "bottom" and legend.y >= 1
+
+
+def test_a_scenario_puts_its_whole_instruction_in_the_box_before_it_runs():
+    from app.agent_scenarios import BLACK_SHIRT, scenario_instruction
+    from world.office_six import load_office_six
+    from world.tasks import make_task
+
+    task = make_task(*BLACK_SHIRT)
+    shown = scenario_instruction("black-shirt")
+    assert shown == task["instruction"]
+    for value in (task["slots"]["name"], task["slots"]["email"], task["slots"]["address"]):
+        assert value in shown                                 # the guest's details, read before any call
+    requests = [turn["instruction"] for turn in load_office_six()[0]["turns"]]
+    assert scenario_instruction("office-six").splitlines() == [f"{k}. {r}" for k, r in enumerate(requests, 1)]
+    assert scenario_instruction("no-such-scenario") == ""

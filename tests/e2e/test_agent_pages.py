@@ -79,6 +79,12 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             set_number(page, "#agent-pace-ms", "0")           # each step drawn as soon as it is computed
             page.locator("#agent-where").get_by_text("its web pages (WebMCP)").click()
             page.locator("#agent-scenario-black-shirt").click()
+            # the whole instruction is in the box before the run: the name, email and address the
+            # model's calls will use are there to read, not first seen inside a tool call
+            box = page.locator("#agent-instruction textarea")
+            expect(box).to_have_value(task["instruction"], timeout=10_000)
+            box.scroll_into_view_if_needed()
+            shot(page, "agent-scenario-instruction")
             # the shirt in the cart, as the call in the app's own browser put it there, then the order
             world = cart_then_order(page, ctx, "#agent-world-page", 1, "agent-pages")
             (pid, size, _), = world.orders[0]["items"]
