@@ -54,7 +54,7 @@ from .page_venue import PAGES, WORLD, PagesUnavailable
 from .runs import Run
 from .saving import Exchange, save, title_of
 from .settings import read_settings
-from .state import AppContext
+from .state import AppContext, missing_weights
 from .steps import chat_messages, context_messages, step_turns
 from .structured import structured_answer
 from .trace_panel import scrubber_for
@@ -189,6 +189,9 @@ class ChatHandlers:
         model, system, random_seed, regenerating = ask.model, ask.system, ask.random_seed, ask.regenerating
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
+        missing = missing_weights(self.ctx.registry, model)
+        if missing:                                  # before the panel could promise a load
+            raise user_error(missing)
         if ask.where not in (WORLD, PAGES):
             raise user_error(f"Tools run in the built-in world or in its web pages, not '{ask.where}'.")
         try:
@@ -222,7 +225,11 @@ class ChatHandlers:
             if early == STOPPED:
                 turn.stop()
             elif early and not turn.steps:
-                raise user_error(early)                  # the prompt alone outgrew the context: nothing ran
+                # the prompt alone outgrew the context: nothing ran, so the chat goes back to where it
+                # was and the message back into the box (the page emptied it as it sent)
+                if not regenerating:
+                    yield updates(chatbot=chat_messages(history), panel=EMPTY_PANEL, prompt=message)
+                raise user_error(early)
             conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             shown = history + [user] + entries

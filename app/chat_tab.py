@@ -11,7 +11,7 @@ import gradio as gr
 from world.state import World
 
 from .cards import card_for, system_prompt_warning
-from .chat import ChatHandlers
+from .chat import ChatHandlers, updates
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
 from .conversation_world import (
@@ -19,7 +19,7 @@ from .conversation_world import (
     world_examples,
     world_from_spec,
 )
-from .messages import user_error
+from .messages import refusal_line, user_error
 from .noise_controls import follow_noise_models
 from .page_venue import WHERE_CHOICES, WORLD
 from .runs import run_key
@@ -36,6 +36,7 @@ from .widgets import (
     card_update,
     focus_js,
     model_picker,
+    refusals_beside,
     stopper,
     with_settings,
 )
@@ -136,6 +137,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                  placeholder="The conversation shows here. Examples to try are below the buttons.")
             prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
                                 placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
+            # right under the box, so a refusal (app/widgets.py refusals_beside) and the answer's
+            # numbers are read where the person is looking
+            status = gr.Markdown(elem_id="chat-status")
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -146,7 +150,6 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
                 version = gr.Markdown(elem_id="version-label")
                 next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
-            status = gr.Markdown(elem_id="chat-status")
             card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send",
                                               prompts=chat_prompts(card))
         with gr.Column(scale=6):
@@ -185,18 +188,25 @@ def build(ctx: AppContext) -> dict[str, Any]:
     outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
                status, version, versions_row, world_page]
     submit = with_settings(chat.submit, "chat", names)
+    regenerate = with_settings(chat.regenerate, "chat", names)
+    refused = lambda sentence: updates(status=refusal_line(sentence))   # noqa: E731
 
     # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
     # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that
     # answer leaves it; the page empties the box at once and the status says the message is queued.
     # picking the pages starts the app's browser meanwhile: the first turn need not wait for it
     where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
-    send_btn.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple",
-                   js=SEND_JS, **GENERATE)
-    prompt.submit(submit, [prompt, history, *shared], outputs, api_visibility="private", trigger_mode="multiple",
-                  js=SEND_JS, **GENERATE)
-    regen_btn.click(with_settings(chat.regenerate, "chat", names), [history, *shared], outputs, api_name="regenerate",
+    # in the page a refusal is a sentence in the status line and the conversation stays in sight
+    # (refusals_beside); API clients reach the same handlers through hidden buttons, and their
+    # endpoints raise the sentence as an error
+    for trigger in (send_btn.click, prompt.submit):
+        trigger(refusals_beside(submit, refused), [prompt, history, *shared], outputs, api_visibility="private",
+                trigger_mode="multiple", js=SEND_JS, **GENERATE)
+    regen_btn.click(refusals_beside(regenerate, refused), [history, *shared], outputs, api_visibility="private",
                     **GENERATE)
+    api_chat, api_regenerate = gr.Button(visible=False), gr.Button(visible=False)
+    api_chat.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple", **GENERATE)
+    api_regenerate.click(regenerate, [history, *shared], outputs, api_name="regenerate", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
     # every click steps one version, also a second click before the first one's update is back
     # (Gradio's default drops a click while the button's last event is pending)

@@ -12,11 +12,17 @@ import gradio as gr
 from engine.backends.base import BackendError
 from engine.trace import ConfigError
 from sessions import StoreError
+from visualizer.escape import markdown_text
 
 
 def user_error(message: str) -> gr.Error:
     """A gr.Error to raise: the handler stops and the person reads `message`."""
     return gr.Error(str(message), title="Cannot do that", print_exception=False)
+
+
+def refusal_line(sentence: str) -> str:
+    """A refusal as the status line under the message box shows it (Markdown, the sentence as text)."""
+    return f"⚠️ **Cannot do that.** {markdown_text(sentence)}"
 
 
 def warn(message: str) -> None:

@@ -274,6 +274,21 @@ class AppContext:
             self.store.close()
 
 
+def missing_weights(registry: ModelRegistry, name: str) -> str | None:
+    """For a catalog preset whose weights are not on this machine: the sentence a person reads
+    before anything is drawn for it, saying how to get them (else None: loadable, loaded, or not a
+    preset, which the registry refuses in its own words)."""
+    preset = catalog.PRESETS_BY_NAME.get(name)
+    if preset is None or name in registry.loaded_names():
+        return None
+    problem = model_problem(registry, name)
+    if problem is None:
+        return None
+    return (f"{name} cannot answer here: {problem} Get it with `huggingface-cli download {preset.hf_id}` "
+            "on a machine with internet (then Rescan in the Models tab), or pick a model the list does not mark "
+            "\"not on this machine\".")
+
+
 def model_problem(registry: ModelRegistry, name: str) -> str | None:
     """Why `name` cannot be used, without loading weights; None when it looks usable."""
     if name in registry.loaded_names():

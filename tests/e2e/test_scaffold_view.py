@@ -2,7 +2,7 @@
 box (its example loads with a click) gives an answer that is valid JSON, shown formatted; the
 cells the scaffold placed are drawn as pre-filled (dotted outline, hatched, a legend entry), with
 text contrast >= 4.5:1 in both themes; the Agent tab's "Scaffolded tool calls" mode draws them
-too; a schema that is not one is a sentence in a toast, never a traceback; the exported replay
+too; a schema that is not one is a sentence under the message box, never a traceback; the exported replay
 draws pre-filled cells as well.
 """
 
@@ -106,9 +106,10 @@ def test_a_schema_that_is_not_json_is_a_sentence_not_a_traceback(browser, tmp_pa
         fill_schema(page, '{"type": "object", "properties": {"size": ')
         page.locator("#prompt textarea").fill("Order a jacket")
         page.locator("#send").click()
-        toast = page.locator(".toast-body, [data-testid='toast-body']").first
-        expect(toast).to_contain_text("The JSON schema is not valid JSON", timeout=20_000)
-        expect(toast).to_contain_text("line 1, column")
+        status = page.locator("#chat-status")          # the sentence under the box, the message kept
+        expect(status).to_contain_text("The JSON schema is not valid JSON", timeout=20_000)
+        expect(status).to_contain_text("line 1, column")
+        expect(page.locator("#prompt textarea")).to_have_value("Order a jacket")
         body = page.locator("body").inner_text()
         page.close()
     stored = ctx.store.list_conversations()
