@@ -28,6 +28,7 @@ from sessions import TurnRecord
 from visualizer import turn_race_plot
 from visualizer.parts import part_count
 from world.agent import Step, act_steps
+from world.tools import FINISH
 
 from .cards import card_for
 from .chat_turn import EMPTY_PANEL
@@ -150,6 +151,18 @@ class Racer:
                           block_size_of(self.view.mask_id, self.config.block_size))
 
 
+def answer_html(racer: Racer) -> Markup:
+    """A finished side's answer as a person reads it, under its grid: the text of its last reply,
+    model text escaped (the tool calls before it are in the grid's generations and the table)."""
+    calls = sum(1 for step in racer.shown if step.call is not None and step.call.get("name") != FINISH)
+    made = f" after {calls} tool call(s)" if calls else ""
+    if racer.answer:
+        return Markup('<div class="dp-answer-text" data-side="{}"><b>Answer{}:</b> {}</div>').format(
+            racer.name, made, racer.answer)
+    why = "stopped before it answered" if racer.cut else "no answer in text"
+    return Markup('<div class="dp-answer-text" data-side="{}"><i>{}{}</i></div>').format(racer.name, why, made)
+
+
 def encode_prompt(backend: Any, messages: list[dict[str, str]]) -> list[int]:
     """Prompt ids, or ConfigError when the tokenizer cannot read the text."""
     try:
@@ -220,12 +233,13 @@ class CompareHandlers:
     @staticmethod
     def _panels(run: Run, racers: list[Racer], lane: int = -1, part: tuple[int, int] | None = None) -> list[str]:
         """Both panels: a side Stop cut as stopped, a finished one as finished, the others live or
-        replay (app/runs.py `mode`)."""
+        replay (app/runs.py `mode`); a finished side's answer as text under its grid."""
         out = []
         for index, racer in enumerate(racers):
             racer.view.generations = len(racer.shown) if racer.finished else 0
             mode = "stopped" if racer.cut else "done" if racer.finished else run.mode(index)
-            out.append(racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index)))
+            panel = racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index))
+            out.append(panel + str(answer_html(racer)) if racer.finished else panel)   # both HTML already
         return out
 
     def _race(self, run: Run, racers: list[Racer], config: GenerationConfig, prompt: str

@@ -18,6 +18,12 @@ APP_CSS = """
 .dp-meta { font-size: 12px; margin-bottom: .5rem; }
 .dp-call { font-size: 12px; margin: -.3rem 0 .6rem; }
 .dp-notice { border-left: 4px solid #d97706; padding-left: .6rem; }
+/* Compare: a finished side's answer as text, under its grid */
+.dp-answer-text { white-space: pre-wrap; word-break: break-word; font-size: 14px; margin-top: .5rem;
+  padding: .4rem .6rem; border-left: 3px solid rgba(127,127,127,.5); }
+/* placeholders readable at >= 4.5:1 (Gradio's own grey was about 1.9:1 on white) */
+textarea::placeholder, input::placeholder { color: #5b6270; opacity: 1; }
+.dark textarea::placeholder, .dark input::placeholder { color: #a9afba; }
 /* a fixed height: a long answer scrolls inside its panel instead of pushing the settings down */
 #live-panel .dp-panel, #agent-panel .dp-panel, #compare-diffusion-panel .dp-panel,
 #compare-baseline-panel .dp-panel, #replay-panel .dp-panel { height: 360px; overflow-y: auto; box-sizing: border-box; }

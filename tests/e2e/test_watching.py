@@ -229,6 +229,11 @@ def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(br
         table = page.locator("#compare-table")
         expect(table).to_contain_text("this turn (3 generations)")
         expect(page.locator("#compare-status")).to_contain_text("this turn: fake-bd took")
+        # each side's answer as text under its grid (issue 46, point 5)
+        for side in ("#compare-diffusion-panel", "#compare-baseline-panel"):
+            expect(page.locator(f"{side} .dp-answer-text")).to_contain_text("Answer after 2 tool call(s):")
+        answers = [page.locator(f"{side} .dp-answer-text").inner_text()
+                   for side in ("#compare-diffusion-panel", "#compare-baseline-panel")]
         expect(page.locator(".js-plotly-plot .gtitle").first).to_contain_text("this turn", timeout=30_000)
         generations = {s["generation"] for s in recorded(page, "#compare-baseline-panel")}
         pairs = page.evaluate("() => window.__pairs")
@@ -243,3 +248,4 @@ def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(br
     assert pairs[-1] == "done|done" and "live|done" not in pairs and "replay|done" not in pairs, pairs
     assert generations >= {"1", "2", "3"}, generations                     # every call of the turn was raced
     assert states == ["finished", "finished"]
+    assert answers[0] == answers[1] and len(answers[0]) > len("Answer after 2 tool call(s): "), answers
