@@ -125,7 +125,8 @@ class TraceView:
                            upto=len(frames) - 1 if frames else None, stats=self.stats if last else None,
                            ends=self.ends, scope=self.scope())
         head = self._header(frame, index, mode, part, behind)
-        return str(Markup('<div class="dp-panel" data-mode="{}" data-generation="{}" data-block="{}" '
+        # tabindex: the panel scrolls inside its fixed height (app/css.py), so a keyboard must reach it
+        return str(Markup('<div class="dp-panel" tabindex="0" data-mode="{}" data-generation="{}" data-block="{}" '
                           'data-part="{}">{}{}</div>').format(
             mode, self.generation or 1, frame.block if frame is not None else -1,
             f"{part[0]}/{part[1]}" if part else "1/1", head, Markup(grid)))
@@ -134,7 +135,7 @@ class TraceView:
         """Round 0 of a replay: the header and every cell still masked."""
         grid = render_grid([], self.pieces, self.mask_id, self.gen_length, self.block_size, ends=self.ends,
                            scope=self.scope())
-        return str(Markup('<div class="dp-panel" data-mode="{}" data-generation="{}" data-block="-1" '
+        return str(Markup('<div class="dp-panel" tabindex="0" data-mode="{}" data-generation="{}" data-block="-1" '
                           'data-part="1/1">{}{}</div>').format(mode, self.generation or 1,
                                                                self._header(None, -1, mode), Markup(grid)))
 

@@ -7,7 +7,9 @@ tab first opens, so a MutationObserver labels each element as it appears:
   repeats the panel's head ("live · round 3/16 · block 2/8"). The head itself is redrawn with the
   grid on every update, and a live region that is replaced is not announced; the whole panel made
   live would read every cell at each forward (and costs the browser seconds per run);
-- the icon buttons Gradio leaves unnamed (the arrow of a tool step's card) get a name.
+- the icon buttons Gradio leaves unnamed (the arrow of a tool step's card) get a name;
+- the "Empty value" placeholder of an empty plot or file box, a div Gradio names without a role
+  (ARIA forbids a name there: axe's aria-prohibited-attr, serious), becomes a note.
 The script runs as Gradio's `js` on page load; it changes attributes and its own live lines only.
 """
 
@@ -28,6 +30,7 @@ LIVE_LINE = "dp-sr-status"         # the persistent live line's class (app/css.p
 # the arrow of a tool step's card in the Chatbot: a button with an empty name
 EXPANDER = ".thought-group .title .arrow button"
 EXPANDER_LABEL = "Show or hide this step's call and response"
+EMPTY_BOX = "div.empty[aria-label]:not([role])"     # Gradio's "Empty value" placeholder
 
 SCRIPT = """() => {
   const statusLines = __STATUS__, panels = __PANELS__;
@@ -64,6 +67,7 @@ SCRIPT = """() => {
         button.setAttribute("title", __LABEL__);
       }
     }
+    for (const box of document.querySelectorAll(__EMPTY__)) box.setAttribute("role", "note");
   };
   label();
   new MutationObserver(label).observe(document.body, {childList: true, subtree: true});
@@ -74,7 +78,7 @@ def page_js() -> str:
     """The function Gradio runs on load (launch(js=...))."""
     values = {"__STATUS__": json.dumps(list(STATUS_LINES)), "__PANELS__": json.dumps(PANELS),
               "__LINE__": LIVE_LINE, "__HEAD__": json.dumps(HEAD), "__EXPANDER__": json.dumps(EXPANDER),
-              "__LABEL__": json.dumps(EXPANDER_LABEL)}
+              "__LABEL__": json.dumps(EXPANDER_LABEL), "__EMPTY__": json.dumps(EMPTY_BOX)}
     script = SCRIPT
     for token, value in values.items():
         script = script.replace(token, value)
