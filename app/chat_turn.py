@@ -17,7 +17,15 @@ from world.tools import FINISH
 from .conversation_world import no_answer_note
 from .live import TraceView, markdown_safe
 from .runs import Run
-from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
+from .steps import (
+    answer_of,
+    answer_so_far,
+    call_name_so_far,
+    chat_entries,
+    chat_messages,
+    conversation_sources,
+    step_contexts,
+)
 from .structured import shown_json
 
 CUT_CALL_NOTE = "(Stop came while a tool call was being written: it was cut off there and not run.)"
@@ -72,8 +80,12 @@ class ChatTurn:
             return [{"role": "assistant", "content": "", "title": "Structured answer (JSON): being written…",
                      "status": "pending", "shown": ""}]
         if text.startswith(("<tool_call>", "{", "<")):
-            return [{"role": "assistant", "content": "", "title": "Tool call: being written…", "status": "pending",
-                     "shown": ""}]
+            answer = answer_so_far(text)
+            if answer:                               # the turn's answer, streaming as it is decided
+                return [{"role": "assistant", "content": answer + " …"}]
+            name = call_name_so_far(text)
+            title = f"Tool call {name}: being written…" if name and name != FINISH else "Tool call: being written…"
+            return [{"role": "assistant", "content": "", "title": title, "status": "pending", "shown": ""}]
         return [{"role": "assistant", "content": text or "…"}]
 
     def chatbot(self) -> list[dict[str, Any]]:

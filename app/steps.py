@@ -15,6 +15,7 @@ failure of its turn; a call holding values that appear nowhere the model could h
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from markupsafe import Markup
@@ -55,6 +56,33 @@ def answer_of(step: Step) -> str | None:
     if step.call is None and step.error is None:
         return step.raw_text.split(EOS, 1)[0].strip()
     return None
+
+
+# A reply still being written: a finish call's answer so far, and any call's name once decided.
+# The model's text is only read here, never run; a cut escape at the end is left off.
+_FINISH_SO_FAR = re.compile(r'"name"\s*:\s*"' + FINISH + r'"\s*,\s*"arguments"\s*:\s*\{\s*"answer"\s*:\s*"'
+                            r'((?:[^"\\]|\\.)*)')
+_NAME_SO_FAR = re.compile(r'"name"\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"')
+
+
+def answer_so_far(text: str) -> str | None:
+    """The answer a finish call being written holds so far, unescaped where it can be (None when
+    the text is not, or not yet, a finish call with an answer begun): so the answer streams into
+    its bubble as its tokens are decided, not only once the call is whole."""
+    found = _FINISH_SO_FAR.search(text)
+    if found is None:
+        return None
+    raw = re.sub(r"\\(u[0-9a-fA-F]{0,3})?$", "", found.group(1))     # an escape cut by the canvas
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return raw
+
+
+def call_name_so_far(text: str) -> str | None:
+    """The tool's name in a call being written, once its tokens are decided."""
+    found = _NAME_SO_FAR.search(text)
+    return found.group(1) if found else None
 
 
 def error_in(observation: Any) -> str | None:

@@ -9,6 +9,7 @@ Set DP_SHOTS=<folder> to keep screenshots of what was checked.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import defaultdict
@@ -249,3 +250,35 @@ def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(br
     assert generations >= {"1", "2", "3"}, generations                     # every call of the turn was raced
     assert states == ["finished", "finished"]
     assert answers[0] == answers[1] and len(answers[0]) > len("Answer after 2 tool call(s): "), answers
+
+
+def test_the_answer_streams_into_its_bubble_while_its_finish_call_is_written(browser, tmp_path):
+    """Issue 46, point 4: the answer's text grows in its bubble as its tokens are decided (with a
+    trailing …), not only once the finish call that carries it is whole."""
+    from playwright.sync_api import expect
+
+    ctx, task = oracle_context(tmp_path, delay_s=0.02)
+    with running_app(ctx) as (_demo, url):
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(url)
+        page.locator("#prompt textarea").wait_for(timeout=30_000)
+        set_number(page, "#chat-pace-ms", "40")
+        page.evaluate("""() => {
+          const texts = window.__bubbles = [];
+          new MutationObserver(() => {
+            const text = document.querySelector('#chatbot').innerText;
+            if (texts[texts.length - 1] !== text) texts.push(text);
+          }).observe(document.querySelector('#chatbot'), {subtree: true, childList: true, characterData: true});
+        }""")
+        page.locator("#prompt textarea").fill(task["instruction"])
+        page.locator("#send").click()
+        expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=120_000)
+        texts = page.evaluate("() => window.__bubbles")
+        final = ctx.store.get_conversation(ctx.store.list_conversations()[0]["id"])["turns"][-1]["content"]
+        page.close()
+    ctx.close()
+    call = json.loads(final.removeprefix("<tool_call>").removesuffix("</tool_call>"))
+    answer = call["arguments"]["answer"]                 # the stored finish call: the answer as written
+    growing = [t for t in texts if " …" in t]
+    partial = [t for t in growing for k in range(1, len(answer)) if answer[:k] + " …" in t]
+    assert answer and partial, (answer, growing[-3:])
