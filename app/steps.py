@@ -23,7 +23,7 @@ from markupsafe import Markup
 from engine.json_limits import JsonLimitError, read_stored
 from engine.trace import GenerationConfig
 from sessions import TurnRecord
-from visualizer import extract_code
+from visualizer import extract_code, fenced_code
 from visualizer.marks import WARNING, flag_html
 from world.agent import Step
 from world.format import EOS, render_response
@@ -221,7 +221,10 @@ def chat_messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if entry["role"] == "tool":
             continue
         role = "user" if entry["role"] == "user" else "assistant"
-        text = markdown_safe(entry.get("shown", entry["content"])) or "…"
+        text = entry.get("shown", entry["content"])
+        if role == "assistant" and not entry.get("title") and not entry.get("note"):
+            text = fenced_code(text)              # an answer's code drawn as a highlighted block
+        text = markdown_safe(text) or "…"
         message: dict[str, Any] = {"role": role, "content": text}
         if entry.get("title"):
             message["metadata"] = {"title": markdown_safe(entry["title"]), "status": entry.get("status", "done")}

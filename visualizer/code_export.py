@@ -59,6 +59,29 @@ def extract_code(answer: str) -> tuple[str | None, str]:
     return _sniff(answer)
 
 
+# Python source as a whole answer: its first line opens a definition, an import or a script.
+_PYTHON_START = re.compile(r"^(def |class |import |from \S+ import |#!.*python|async def |@\w)")
+_FENCE_LANG = {"tex": "latex", "html": "html"}
+
+
+def fenced_code(answer: str) -> str:
+    """The answer with its code as a fenced block, so a Markdown view draws it as highlighted code
+    instead of paragraphs: a bare LaTeX or HTML document (extract_code's sniffing) is fenced where
+    it stands; an answer that is Python source from its first line is fenced whole. An answer
+    that already has a fence, or no code, comes back unchanged. Only the fence is added: the text
+    still goes through the view's escaping (visualizer.escape.markdown_text keeps fences literal)."""
+    if "```" in answer or "~~~" in answer:
+        return answer
+    kind, code = _sniff(answer)
+    if kind is not None:
+        start = answer.find(code)
+        return f"{answer[:start]}\n```{_FENCE_LANG[kind]}\n{code}\n```\n{answer[start + len(code):]}".strip("\n")
+    lines = answer.strip("\n").splitlines()
+    if lines and _PYTHON_START.match(lines[0]) and len(lines) > 1:
+        return f"```python\n{answer.strip(chr(10))}\n```"
+    return answer
+
+
 def _with_csp(html_code: str) -> str:
     meta = f'<meta http-equiv="Content-Security-Policy" content="{PREVIEW_CSP}">'
     # A CSP meta only counts inside <head>; put it right after <head> or <html> when present,

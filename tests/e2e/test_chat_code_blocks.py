@@ -1,0 +1,36 @@
+"""In headless Chromium (issue 46, point 4): an answer that is code is drawn as a highlighted code
+block in its bubble, not as paragraphs, and its markup stays text. Set DP_SHOTS=<folder> to keep a
+screenshot."""
+
+from __future__ import annotations
+
+from tests.e2e.app_fakes import fake_backends, fake_context, running_app
+from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import set_number
+from tests.e2e.test_first_contact import open_page, shot
+from tests.fakes import FakeDiffusionBackend
+
+pytestmark = BROWSER_MARKS
+CODE = 'def reverse(text):\n    """<b>not bold</b>"""\n    return text[::-1]'
+
+
+def test_a_python_answer_is_a_highlighted_code_block(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    ctx = fake_context(tmp_path, backends={**fake_backends(), "fake-bd": FakeDiffusionBackend(CODE, name="fake-bd")})
+    with running_app(ctx) as (_demo, url):
+        page = open_page(browser, url)
+        set_number(page, "#chat-pace-ms", "0")
+        page.locator("#prompt textarea").fill("Write a Python function that reverses a string.")
+        page.locator("#send").click()
+        expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
+        block = page.locator("#chatbot pre code").last
+        expect(block).to_contain_text("return text[::-1]")
+        expect(block).to_contain_text("<b>not bold</b>")                      # markup shown as text
+        assert page.locator("#chatbot pre code b").count() == 0
+        highlighted = block.evaluate("code => code.querySelectorAll('span[class]').length")
+        block.scroll_into_view_if_needed()
+        shot(page, "chat-code-block")
+        page.close()
+    ctx.close()
+    assert highlighted > 0                                 # the highlighter marked up the tokens
