@@ -16,6 +16,10 @@ class SamplerSpec:
     # Rules that rewrite decided tokens run as long as they like: `steps` is neither schedule nor
     # cap, and a block goes on after its last mask (post rounds) while they edit.
     edits: bool = False
+    # True: the rule decides its block's last round itself, so the steps cap does not commit every
+    # mask left there (editing rules, the one-token reference, SDAR's rule whose k may exceed the
+    # masks left). engine/samplers.select reads this instead of asking for names.
+    owns_last_round: bool = False
 
 
 SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
@@ -37,7 +41,7 @@ SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
                 ("threshold", "steps"), True),
     SamplerSpec("threshold_or_top_k_uncapped",
                 "SDAR: as threshold_or_top_k, but a k above the masks left also re-samples decided tokens.",
-                ("threshold", "steps"), True),
+                ("threshold", "steps"), True, owns_last_round=True),
     SamplerSpec("prefix_threshold",
                 "Ours: the leftmost masked position, then the ones after it while confidence >= threshold.",
                 ("threshold",), False),
@@ -49,12 +53,14 @@ SAMPLERS: dict[str, SamplerSpec] = {s.name: s for s in (
                 "LLaDA2.1: fill masks with confidence > threshold (at least the top one) and rewrite decided "
                 "tokens whose new proposal has probability > edit threshold; after the block is full, up to "
                 "max post steps rounds that only edit.",
-                ("threshold", "edit_threshold", "max_post_steps"), False, edits=True),
+                ("threshold", "edit_threshold", "max_post_steps"), False, edits=True, owns_last_round=True),
     SamplerSpec("entropy_bounded", "The lowest-entropy masked positions while sum H - max H <= entropy bound.",
                 ("entropy_bound",), False),
     SamplerSpec("reference", "One token per forward, the most confident masked position (the slow reference).",
-                (), False),
+                (), False, owns_last_round=True),
 )}
+if any(s.edits and not s.owns_last_round for s in SAMPLERS.values()):
+    raise ImportError("engine/sampler_table.py: a rule that edits runs past its masks, so it owns its last round.")
 # How scheduled samplers pick k per round: LLaDA's even split of a block's masks over the
 # steps, or Dream's k = int(M (1 - s / t)) of the masks left (dream_transfer_count).
 SCHEDULES = ("even", "dream")

@@ -326,8 +326,7 @@ def select(
     the tokens the block holds, read by the rules that edit (joint_threshold).
     """
     sampler = SAMPLERS[config.sampler]
-    own_last_round = sampler.edits or sampler.name in ("reference", "threshold_or_top_k_uncapped")
-    if not own_last_round and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
+    if not sampler.owns_last_round and round_index >= config.steps - 1 and (sampler.scheduled or config.steps_cap):
         return masked.clone()
     if config.schedule == "dream":
         k = dream_transfer_count(int(masked.sum()), round_index, config.steps)

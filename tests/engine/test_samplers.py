@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from engine import proposals, samplers
 from engine.generate import generate, run
+from engine.sampler_table import SAMPLERS as SAMPLER_TABLE
 from engine.samplers import SAMPLERS
 from engine.trace import GenerationConfig
 from tests.fakes import MASK, FakeDiffusionBackend
@@ -368,3 +369,17 @@ def test_ties_go_to_the_lower_masked_position():
     assert top_scores(scores, masked, 9).tolist() == [False, True, True, False, True]
     for rule in (threshold, threshold_strict):
         assert rule(scores, masked, 0.95).tolist() == [False, True, False, False, False]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_TABLE))
+def test_the_steps_cap_fills_the_last_round_unless_the_table_says_the_rule_owns_it(name):
+    """select reads SamplerSpec.owns_last_round, not sampler names: on the last round of a block
+    with low confidence everywhere, a rule that does not own it commits every mask left; one
+    that does (the reference, SDAR's rule, the editing rule) commits what its own rule picks."""
+    from engine.samplers import select
+
+    config = GenerationConfig(gen_length=4, block_size=4, steps=2, sampler=name, steps_cap=True, threshold=0.99)
+    probs = torch.full((4, 5), 0.2)                     # no position is sure of anything
+    tokens, masked = probs.argmax(-1), torch.ones(4, dtype=torch.bool)
+    chosen = select(config, probs, tokens, masked, 1, [2, 2], torch.Generator().manual_seed(0), current=tokens)
+    assert bool(chosen.all()) is not SAMPLER_TABLE[name].owns_last_round, int(chosen.sum())
