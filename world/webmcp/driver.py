@@ -93,9 +93,12 @@ _PROBE = """() => typeof document.modelContext?.getTools === "function"
 
 # A page that offers window.startOver(url) (world/webapps/pages/webmcp-page.js) can go to another
 # session of itself without a reload; any other page answers false and is loaded. Begun in every
-# tab before any is awaited, so the tabs redraw side by side.
+# tab before any is awaited, so the tabs redraw side by side. A start-over that fails (a session
+# the page cannot draw) answers false too, caught at once: left for _END_START_OVER's await, the
+# rejection could be reported as unhandled first, a page error, depending on which came first.
 _BEGIN_START_OVER = """url => {
-  window.__startingOver = typeof window.startOver === "function" ? window.startOver(url) : Promise.resolve(false);
+  const going = typeof window.startOver === "function" ? window.startOver(url) : Promise.resolve(false);
+  window.__startingOver = going.catch(() => false);
   return true;
 }"""
 _END_START_OVER = """async () => (await window.__startingOver) === true"""
