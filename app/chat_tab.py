@@ -189,7 +189,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
                status, version, versions_row, world_page]
     submit = with_settings(chat.submit, "chat", names)
     regenerate = with_settings(chat.regenerate, "chat", names)
-    refused = lambda sentence: updates(status=refusal_line(sentence))   # noqa: E731
+
+    def refused(sentence: str) -> tuple:
+        return updates(status=refusal_line(sentence))
 
     # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
     # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that

@@ -52,24 +52,3 @@ def test_the_bubble_in_flight_shows_the_answer_so_far_or_the_call_being_written(
     bubble = chat_messages(turn._in_flight())[0]
     assert shown in bubble["content"] or shown in bubble.get("metadata", {}).get("title", "")
 
-
-@pytest.mark.parametrize("answer, lang", [
-    ("def reverse(text):\n    return text[::-1]", "python"),
-    ("Here it is:\n<!DOCTYPE html><html><body><h1>Hi <b>there</b></h1></body></html>", "html"),
-    ("\\documentclass{article}\n\\begin{document}Hi\\end{document}", "latex"),
-])
-def test_a_code_answer_is_drawn_as_a_fenced_block_and_copied_without_the_fence(answer, lang):
-    from app.chat_tab import answer_text
-
-    history = [{"role": "user", "content": "code please"}, {"role": "assistant", "content": answer, "shown": answer}]
-    shown = chat_messages(history)[1]["content"]
-    assert shown.count("```") == 2 and f"```{lang}" in shown
-    assert "<b>" not in shown.split("```")[0]                 # prose around the block stays escaped
-    assert answer_text(history) == answer                    # Copy answer gives the code as written
-
-
-def test_plain_answers_and_tool_cards_are_not_fenced():
-    history = [{"role": "assistant", "content": "x", "shown": "Added 1 x P5K7 in size L."},
-               {"role": "assistant", "content": "x", "title": "Tool call: f()", "shown": "def f():\n    pass"}]
-    contents = [m["content"] for m in chat_messages(history)]
-    assert "```python" not in contents[0] and contents[1].count("```python") == 0

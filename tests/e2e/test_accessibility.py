@@ -35,6 +35,12 @@ def severe_violations(page) -> list[str]:
             for v in found if v["impact"] in SEVERE]
 
 
+def world_page_urls(page, url: str) -> dict[str, str]:
+    """The shop's and the office's page of the world the Chat tab shows (its frame's session)."""
+    src = page.locator("#chat-world-page iframe").get_attribute("src")
+    return {app: urljoin(url, src.replace("/apps/shop/", f"/apps/{app}/")) for app in ("shop", "office")}
+
+
 def open_tab(page, name: str) -> None:
     """Click the tab; on a phone the last tabs sit behind Gradio's "More tabs" menu."""
     tab = page.get_by_role("tab", name=name)
@@ -65,9 +71,8 @@ def test_every_tab_the_world_pages_and_the_replay_have_no_serious_violation(brow
         expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
         found["Chat, answered"] = severe_violations(page)
         shot(page, f"axe-chat-{size}")
-        src = page.locator("#chat-world-page iframe").get_attribute("src")
-        for app in ("shop", "office"):
-            page.goto(urljoin(url, src.replace("/apps/shop/", f"/apps/{app}/")))
+        for app, address in world_page_urls(page, url).items():
+            page.goto(address)
             page.locator("body[data-ready]").wait_for(state="attached", timeout=30_000)
             found[f"{app} page"] = severe_violations(page)
             shot(page, f"axe-{app}-{size}")

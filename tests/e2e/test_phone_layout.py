@@ -5,11 +5,9 @@ screenshot of each page."""
 
 from __future__ import annotations
 
-from urllib.parse import urljoin
-
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
-from tests.e2e.test_accessibility import TABS, open_tab
+from tests.e2e.test_accessibility import TABS, open_tab, world_page_urls
 from tests.e2e.test_first_contact import shot
 
 pytestmark = BROWSER_MARKS
@@ -36,9 +34,8 @@ def test_nothing_scrolls_sideways_and_no_word_is_cut_on_a_phone(browser, tmp_pat
             open_tab(page, name)
             sideways[name] = page.evaluate(SIDEWAYS)
         open_tab(page, "Chat")
-        src = page.locator("#chat-world-page iframe").get_attribute("src")
-        for app in ("shop", "office"):
-            page.goto(urljoin(url, src.replace("/apps/shop/", f"/apps/{app}/")))
+        for app, address in world_page_urls(page, url).items():
+            page.goto(address)
             page.locator("body[data-ready]").wait_for(state="attached", timeout=30_000)
             page.wait_for_timeout(300)                 # the tables are drawn after the tools load
             sideways[app], cut[app] = page.evaluate(SIDEWAYS), page.evaluate(CUT_WORDS)
