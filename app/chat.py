@@ -1,6 +1,7 @@
 """The Chat tab: a conversation whose tool calls run against its own world, with the live
-denoising panel, Stop, Regenerate (earlier versions stay browsable), Edit last, New chat, a
-scrubber over the last generation, and its export.
+denoising panel, Stop, Regenerate, an edit of any sent message (each a new version of its exchange,
+the others browsable beside it: app/chat_tree.py), New chat, a scrubber over the last generation,
+and its export.
 
 A turn is the agent loop (`world.agent.act`) with plain text allowed as the answer: when the
 model writes a tool call, the app runs it on the conversation's world and the model goes on,
@@ -37,7 +38,7 @@ from world.agent import STOPPED, act
 from world.state import World
 from world.tools import FINISH, call_tool
 
-from .answer_versions import AnswerVersion, AnswerVersions
+from .chat_tree import ChatTree, Version, parse_pick
 from .chat_turn import EMPTY_PANEL, ChatTurn
 from .conversation_world import (
     DEFAULT_WORLD,
@@ -47,6 +48,7 @@ from .conversation_world import (
     world_spec_for,
 )
 from .exports import export_answer
+from .keep_end import keep_end_of
 from .live import TraceView
 from .messages import failure, user_error
 from .names import with_names
@@ -55,14 +57,14 @@ from .runs import Run
 from .saving import Exchange, save, title_of
 from .settings import read_settings
 from .state import AppContext, missing_weights
-from .steps import chat_messages, context_messages, step_turns
+from .steps import context_messages, step_turns
 from .structured import structured_answer
 from .trace_panel import scrubber_for
 from .warmup import LOADING_PANEL, is_loading
 from .widgets import file_list
 
-CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "versions", "scrubber", "heatmap",
-                "commits", "prompt", "status", "version", "versions_row", "world_page")
+CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "tree", "scrubber", "heatmap",
+                "commits", "prompt", "status", "world_page", "keep_end")
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 
@@ -113,12 +115,17 @@ class TurnAsk:
     history: list[dict[str, Any]] | None
     conversation_id: int | None
     world: World | None
-    versions: AnswerVersions | None
+    tree: ChatTree | None               # the chat's versions (None: the history is all there is)
     model: str
     system: str
     random_seed: bool
-    regenerating: bool = False          # the last message answered again (its earlier answers kept)
+    regenerating: bool = False          # the message answered again (its earlier answers kept)
     where: str = WORLD                  # where the tool calls run: the World in the app, or its web pages
+    depth: int | None = None            # the exchange this turn is a new version of (None: a new exchange)
+
+    def chat(self) -> ChatTree:
+        """The chat as a tree: the page's, or one made from the history (a chat continued from Sessions)."""
+        return self.tree if self.tree is not None else ChatTree.linear(list(self.history or []), self.world)
 
 
 class ChatHandlers:
@@ -143,29 +150,43 @@ class ChatHandlers:
 
     # -- one turn -----------------------------------------------------------------------------
     def submit(self, message: str, history: list[dict[str, Any]] | None, conversation_id: int | None,
-               world: World | None, versions: AnswerVersions | None, model: str, system: str, random_seed: bool,
+               world: World | None, tree: ChatTree | None, model: str, system: str, random_seed: bool,
                where: str = WORLD, *, settings: Mapping[str, Any],
                key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
         """Answer `message`; yields one tuple of CHAT_OUTPUTS per update, the last one complete. The
         page empties the message box when it sends (SEND_JS): a message queued behind a running answer
         must not empty the box when its turn comes, as it may hold the next message by then."""
-        yield from self._turn(TurnAsk(message, history, conversation_id, world, versions, model, system, random_seed,
+        yield from self._turn(TurnAsk(message, history, conversation_id, world, tree, model, system, random_seed,
                                       where=where), settings, key)
 
     def regenerate(self, history: list[dict[str, Any]] | None, conversation_id: int | None, world: World | None,
-                   versions: AnswerVersions | None, model: str, system: str, random_seed: bool, where: str = WORLD,
+                   tree: ChatTree | None, model: str, system: str, random_seed: bool, where: str = WORLD,
                    *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
-        """Answer the last message again; the earlier answers stay as versions (and stay stored).
-        With temperature > 0 a new seed is drawn."""
-        history = list(history or [])
-        start = versions.start if versions else max(
-            (i for i, m in enumerate(history) if m["role"] == "user"), default=None)
-        if start is None or start >= len(history) - 1:
+        """Answer the last message again, as a new version beside the earlier answers (they stay
+        browsable, and stored). With temperature > 0 a new seed is drawn."""
+        ask = TurnAsk("", history, conversation_id, world, tree, model, system, random_seed, regenerating=True,
+                      where=where)
+        path = ask.chat().path()
+        if not path or not path[-1].shown.entries:
             raise user_error("There is no answer to regenerate yet: send a message first.")
-        if versions:
-            world = versions.before.clone()
-        yield from self._turn(TurnAsk(history[start]["content"], history[:start], conversation_id, world, versions,
-                                      model, system, random_seed, regenerating=True, where=where), settings, key)
+        ask.message, ask.depth = path[-1].shown.user["content"], len(path) - 1
+        yield from self._turn(ask, settings, key)
+
+    def edit(self, edited: tuple[int, str] | None, history: list[dict[str, Any]] | None, conversation_id: int | None,
+             world: World | None, tree: ChatTree | None, model: str, system: str, random_seed: bool,
+             where: str = WORLD, *, settings: Mapping[str, Any],
+             key: tuple = (None, "chat")) -> Generator[tuple, None, None]:
+        """A sent message edited in the chat (`edited`: the Chatbot's message index and the new
+        text): answered as a new version of its exchange, a branch from the world before it; the
+        old message, its answer and what followed stay browsable beside it."""
+        ask = TurnAsk("", history, conversation_id, world, tree, model, system, random_seed, where=where)
+        index, text = edited if edited else (-1, "")
+        try:
+            ask.depth = ask.chat().exchange_of(int(index))
+        except (IndexError, ValueError):
+            raise user_error("That message is no longer in the chat: edit one that is shown.") from None
+        ask.message = text if isinstance(text, str) else str(text or "")
+        yield from self._turn(ask, settings, key)
 
     def _turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
         """The turn; refused before anything is drawn (bad settings, a prompt too long), the message goes
@@ -177,16 +198,22 @@ class ChatHandlers:
                 drawn = True
                 yield update
         except gr.Error:
-            if not drawn and not ask.regenerating and (ask.message or "").strip():
+            if not drawn and not ask.regenerating and ask.depth is None and (ask.message or "").strip():
                 yield updates(prompt=ask.message)
+            if not drawn and ask.depth is not None:        # an edit refused: the chat as it was shown
+                yield updates(chatbot=ask.chat().messages())
             raise
         finally:
             turn.close()                 # a closed handler (a client's cancel) closes the turn, which saves
 
     def _run_turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
-        message, history, conversation_id, world, versions = (ask.message or "", ask.history, ask.conversation_id,
-                                                              ask.world, ask.versions)
+        message, conversation_id, world = ask.message or "", ask.conversation_id, ask.world
         model, system, random_seed, regenerating = ask.model, ask.system, ask.random_seed, ask.regenerating
+        tree = ask.chat()
+        path = tree.path()
+        depth = len(path) if ask.depth is None else ask.depth
+        if depth < len(path) and path[depth].shown.before is not None:    # a new version: from the world before it
+            world = path[depth].shown.before.clone()
         if not message.strip():
             raise user_error("The prompt is empty: type a message for the model first.")
         missing = missing_weights(self.ctx.registry, model)
@@ -201,7 +228,7 @@ class ChatHandlers:
                 config = config.replace(seed=secrets.randbelow(SEED_RANGE))
         except ConfigError as exc:
             raise user_error(str(exc)) from None
-        history = [dict(m) for m in (history or [])]
+        history = [dict(m) for m in tree.history(depth)]
         spec = None
         if world is None or (not history and untouched(world)):
             # a first message that is a held-out task's instruction opens that task's world (the
@@ -216,7 +243,8 @@ class ChatHandlers:
         run = Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second)
         with run:
             turn = ChatTurn(run, config, model, message, history, user, structured=read.structured,
-                            system=system, in_pages=ask.where == PAGES and not read.structured)
+                            system=system, in_pages=ask.where == PAGES and not read.structured,
+                            shown_before=tree.messages(depth))
             run.parts = lambda frame, _lane: turn.part_count(frame)
             ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
@@ -227,22 +255,22 @@ class ChatHandlers:
             elif early and not turn.steps:
                 # the prompt alone outgrew the context: nothing ran, so the chat goes back to where it
                 # was and the message back into the box (the page emptied it as it sent)
-                if not regenerating:
-                    yield updates(chatbot=chat_messages(history), panel=EMPTY_PANEL, prompt=message)
+                if ask.depth is None:            # and the offer to cut it to the end that fits
+                    yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL, prompt=message,
+                                  keep_end=gr.Button(visible=True))
+                else:
+                    yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL)
                 raise user_error(early)
             conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
-            shown = history + [user] + entries
-            version = AnswerVersion(entries, world.clone(), config.seed if config.temperature > 0 else None)
-            if regenerating and versions:
-                versions = versions.added(version)
-            else:
-                versions = AnswerVersions.first(len(history), before, version)
-            final = dict(chatbot=chat_messages(shown), panel=turn.final_panel(), history=shown,
-                         conversation_id=conversation_id, world=world, trace=turn.view, versions=versions,
+            panel = turn.final_panel()
+            tree = tree.answered(depth, Version(user, tuple(entries), before, world.clone(),
+                                                config.seed if config.temperature > 0 else None, turn.view, panel))
+            final = dict(chatbot=tree.messages(), panel=panel, history=tree.history(),
+                         conversation_id=conversation_id, world=world, trace=turn.view, tree=tree,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
                          status=turn.status(config, conversation_id, run.stop_requested),
-                         version=versions.label(), versions_row=gr.Row(visible=len(versions.items) > 1))
+                         keep_end=gr.Button(visible=False))
             if not turn.view.frames:
                 yield updates(**final)
                 return
@@ -319,28 +347,37 @@ class ChatHandlers:
             self._save(turn, conversation_id, spec, system)
         return ended
 
-    # -- versions, edit, new ------------------------------------------------------------------
-    def show_version(self, history: list[dict[str, Any]] | None, versions: AnswerVersions | None, delta: int) -> tuple:
-        """(chatbot, history, world, versions, version label): the previous / next answer version;
-        the model's context follows the version shown."""
-        if not versions or len(versions.items) < 2:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        versions = versions.moved(delta)
-        shown = list(history or [])[: versions.start + 1] + versions.shown.entries
-        return chat_messages(shown), shown, versions.shown.world.clone(), versions, versions.label()
+    def keep_end(self, message: str, tree: ChatTree | None, history: list[dict[str, Any]] | None, model: str,
+                 system: str, *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> tuple[str, str, Any]:
+        """(box, status, the button): the message in the box cut to the end that fits the model's
+        context after this chat (app/keep_end.py), to be read and sent; the button hides."""
+        chat = tree if tree is not None else ChatTree.linear(list(history or []), None)
+        system = (system or "").strip()
+        before = ([{"role": "system", "content": system}] if system else []) + context_messages(chat.history())
+        try:
+            gen_length = read_settings(settings).config.gen_length
+        except ConfigError as exc:
+            raise user_error(str(exc)) from None
+        kept = keep_end_of(self.ctx, model, message or "", before, gen_length)
+        cut = len(message or "") - len(kept)
+        return kept, (f"Kept the last {len(kept):,} characters of the message ({cut:,} cut from its start): "
+                      "read it, then send it."), gr.Button(visible=False)
 
-    def edit_last(self, history: list[dict[str, Any]] | None, world: World | None,
-                  versions: AnswerVersions | None) -> tuple:
-        """(prompt, history, chatbot, world, versions, label, versions row): the last message back in the prompt
-        box, it and its answer out of the chat (they stay stored), the world as before them."""
-        history = list(history or [])
-        start = max((i for i, m in enumerate(history) if m["role"] == "user"), default=None)
-        if start is None:
-            raise user_error("There is no message to edit yet: send one first.")
-        if versions and versions.start == start:
-            world = versions.before.clone()
-        kept = history[:start]
-        return history[start]["content"], kept, chat_messages(kept), world, None, "", gr.Row(visible=False)
+    # -- versions, new ------------------------------------------------------------------------
+    def show_version(self, pick: str, tree: ChatTree | None) -> tuple:
+        """The page's pick of an answer's arrow ("depth:delta", app/chat_tree.py): that exchange's
+        previous or next version shown, with the branch that follows it, its world (the model's
+        context follows it) and its answer's panel and trace. (chatbot, history, world, tree,
+        trace, panel, scrubber)"""
+        picked = parse_pick(pick)
+        if tree is None or picked is None:
+            return (gr.skip(),) * 7
+        tree = tree.moved(*picked)
+        last = tree.path()[-1].shown
+        trace = last.trace
+        scrubber = scrubber_for(trace) if trace is not None and trace.frames else gr.Slider(visible=False)
+        world = last.after.clone() if last.after is not None else gr.skip()
+        return tree.messages(), tree.history(), world, tree, trace, last.panel or EMPTY_PANEL, scrubber
 
     def new_chat(self, key: tuple = (None, "chat")) -> tuple:
         """Everything back to empty: the next message starts a new conversation, a new world and a
@@ -349,8 +386,8 @@ class ChatHandlers:
         world, page = self.world_view(None, key)
         return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=world, trace=None,
                        world_page=page,
-                       versions=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
-                       status="Started a new conversation.", version="", versions_row=gr.Row(visible=False))
+                       tree=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
+                       status="Started a new conversation.")
 
     # -- after a run --------------------------------------------------------------------------
     def export(self, trace: TraceView | None) -> tuple[Any, str]:

@@ -22,6 +22,8 @@ from .conversation_world import (
 from .messages import refusal_line, user_error
 from .noise_controls import follow_noise_models
 from .page_venue import WHERE_CHOICES, WORLD
+from .recent_chats import RECENT, RecentChats
+from .resume import RESUME_OUTPUTS
 from .runs import run_key
 from .settings import DEFAULTS
 from .state import AppContext
@@ -30,21 +32,22 @@ from .structured import load_example
 from .trace_panel import play_again, scrub_panel
 from .widgets import (
     GENERATE,
-    PLOT_MIN_WIDTH,
     QUIET,
     card_examples,
     card_update,
     focus_js,
     model_picker,
     refusals_beside,
+    said_in_status,
     stopper,
     with_settings,
 )
 from .world_page import WAITING_HTML
 
 # The window's height less what sits above and below the Chatbot (title, tabs, picker, message box,
-# buttons): at 960 px the whole 440 px, at 800 px 280 px, so the box and Send stay in view.
-CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 520px), 440px)"
+# status, buttons): at 960 px the whole 400 px, at 800 px 240 px, so the box and Send stay in view.
+CHATBOT_HEIGHT = "clamp(220px, calc(100vh - 560px), 400px)"
+CHAT_PLOT_MIN_WIDTH = 300          # two plots in a row of the right-hand column (about 700 px at 1440)
 QUEUED_NOTE = ("Queued: “{message}”. It is sent when the answer being generated ends; Stop ends that answer "
                "now.")
 
@@ -103,6 +106,13 @@ def answer_text(history: list[dict[str, Any]] | None) -> str:
     raise user_error("There is no answer to copy yet: send a message first.")
 
 
+def edit_of(data: gr.EditData) -> tuple[Any, Any]:
+    """(the edited message's index in the Chatbot, its new text)."""
+    index = data.index[0] if isinstance(data.index, (tuple, list)) else data.index
+    value = data.value if isinstance(data.value, str) else (data.value or {}).get("text", "")
+    return index, value
+
+
 def system_note_update(ctx: AppContext, model: str, system: str) -> Any:
     """The warning under the system prompt box: shown when the model's card says it does not know
     this system prompt (app/cards.py), hidden otherwise."""
@@ -122,42 +132,75 @@ def build(ctx: AppContext) -> dict[str, Any]:
     wire to (the model picker)."""
     chat = ChatHandlers(ctx)
     history, conversation_id, world = gr.State([]), gr.State(None), gr.State(None)
-    trace, versions = gr.State(None), gr.State(None)
+    trace, tree = gr.State(None), gr.State(None)          # tree: the chat's versions (app/chat_tree.py)
     card = card_for(ctx.default_model, ctx.registry.listing())
     with gr.Row():
         with gr.Column(scale=5):
-            model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
+            with gr.Row(equal_height=False):           # the chats beside the picker: one row, not two
+                with gr.Column(scale=3):
+                    model = model_picker(ctx.registry.choices(), ctx.default_model, "Model", "chat-model")
+                with gr.Column(scale=2, min_width=200):
+                    with gr.Accordion("Recent chats", open=False,
+                                      elem_id="chat-recent-box") as recent_box:
+                        recent_pick = gr.Dropdown([], value=None, label="Recent chats", elem_id="chat-recent",
+                                                  info=f"The last {RECENT} chats stored, newest first; "
+                                                       "Sessions has them all.")
+                        recent_title = gr.Textbox(label="New title", elem_id="chat-recent-title", max_lines=1,
+                                                  placeholder="a title for the picked chat")
+                        with gr.Row():
+                            recent_open = gr.Button("Open", size="sm", variant="primary", elem_id="chat-recent-open")
+                            recent_rename = gr.Button("Rename", size="sm", elem_id="chat-recent-rename")
+                            recent_delete = gr.Button("Delete", size="sm", variant="stop", elem_id="chat-recent-delete")
             # the conversation and the message box first, so both are on the first screen (1440x960
             # and 400x800); the model's card and examples follow the buttons
-            # Gradio's own copy buttons copy each message's Markdown source, tool cards and titles
-            # included; this one copies the last answer as the person reads it
+            # Gradio's copy button on each message copies that message's Markdown source; this one
+            # copies the last answer as the person reads it. The pencil on a sent message edits it
+            # (a new version of its exchange: chat.edit).
             copy_btn = gr.Button("Copy answer", size="sm", elem_id="copy-answer", render=False)
             chatbot = gr.Chatbot(label="Conversation", height=CHATBOT_HEIGHT, elem_id="chatbot", allow_tags=False,
-                                 sanitize_html=True, feedback_options=None, buttons=[copy_btn],
+                                 sanitize_html=True, feedback_options=None, buttons=["copy", copy_btn],
+                                 editable="user",
                                  placeholder="The conversation shows here. Examples to try are below the buttons.")
             prompt = gr.Textbox(label="Message", lines=1, max_lines=8, elem_id="prompt",
                                 placeholder="Ask something: Enter sends, Shift+Enter starts a new line")
             # right under the box, so a refusal (app/widgets.py refusals_beside) and the answer's
             # numbers are read where the person is looking
             status = gr.Markdown(elem_id="chat-status")
-            with gr.Row():
-                send_btn = gr.Button("Send", variant="primary", elem_id="send")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                regen_btn = gr.Button("Regenerate", elem_id="regenerate")
-                edit_btn = gr.Button("Edit last", elem_id="edit-last")
-                new_btn = gr.Button("New chat", elem_id="new-chat")
-            with gr.Row(equal_height=True, visible=False) as versions_row:     # shown once there are two
-                prev_btn = gr.Button("◀ Previous version", size="sm", elem_id="version-prev")
-                version = gr.Markdown(elem_id="version-label")
-                next_btn = gr.Button("Next version ▶", size="sm", elem_id="version-next")
+            # offered after a message over the context was refused (chat.keep_end)
+            keep_end_btn = gr.Button("Keep the end that fits", size="sm", visible=False, elem_id="keep-end")
+            with gr.Row():                           # one row: min_width lets the four share the column
+                send_btn = gr.Button("Send", variant="primary", elem_id="send", min_width=90)
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=90)
+                regen_btn = gr.Button("Regenerate", elem_id="regenerate", min_width=120)
+                new_btn = gr.Button("New chat", elem_id="new-chat", min_width=100)
+            # an answer's arrows write "depth:delta" here and click the button (app/page_script.py); unseen
+            version_pick = gr.Textbox(visible="hidden", elem_id="version-pick", label="Version pick")
+            version_go = gr.Button("Show the picked version", visible="hidden", elem_id="version-go")
             card_md, examples = card_examples("chat", card, fills="message box", sends="Enter or Send",
                                               prompts=chat_prompts(card))
+            # what shapes the next answer, under the conversation: the first screen keeps the chat,
+            # the panel and the world (issue: the page was 3,900 px tall with the settings open)
+            seeding = []
+
+            def random_seed_box() -> None:            # beside the Seed, under More settings
+                seeding.append(gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
+                                           elem_id="chat-random-seed",
+                                           info="Off: every answer uses the Seed above, so Regenerate repeats it."))
+
+            with gr.Accordion("Generation settings", open=True, elem_id="chat-settings"):
+                controls = generation_controls("chat", DEFAULTS, ctx=ctx, more=random_seed_box)
+            random_seed = seeding[0]
         with gr.Column(scale=6):
             panel = gr.HTML(EMPTY_PANEL, label="Live denoising", elem_id="live-panel")
             with gr.Row(equal_height=False):
                 scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay", elem_id="scrubber",
                                      scale=5, info="Drag to any model forward of the last answer.")
-                replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm", scale=1, min_width=90)
+                with gr.Column(scale=1, min_width=120):
+                    replay_btn = gr.Button("▶ Replay", elem_id="replay", size="sm")
+                    export_btn = gr.Button("Export answer", elem_id="export", size="sm")
+            export_files = gr.File(label="Exports (HTML replay, LaTeX, code)", file_count="multiple", elem_id="exports",
+                                   interactive=False, visible=False)
+            export_preview = gr.HTML(elem_id="export-preview", visible=False)      # shown when there is one
             with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
                 where = gr.Radio(WHERE_CHOICES, value=WORLD, label="Tools run in", elem_id="chat-where",
                                  info=WHERE_INFO)
@@ -170,25 +213,18 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                     info=SCHEMA_INFO, placeholder='{"type": "object", "properties": {...}}')
                 schema_example = gr.Button("Load an example schema (an order) and its prompt", size="sm",
                                            elem_id="chat-schema-example")
-            with gr.Accordion("Generation settings", open=True):
-                random_seed = gr.Checkbox(True, label="Random seed (a new one each answer when temperature > 0)",
-                                          elem_id="chat-random-seed",
-                                          info="Off: every answer uses the Seed below, so Regenerate repeats it.")
-                controls = generation_controls("chat", DEFAULTS, ctx=ctx)
-                controls["schema"] = schema          # read by the handler with the settings, by name
-            export_btn = gr.Button("Export answer (HTML replay, LaTeX, code)", elem_id="export")
-            export_files = gr.File(label="Exports", file_count="multiple", elem_id="exports", interactive=False,
-                                   visible=False)
-            export_preview = gr.HTML(elem_id="export-preview")
-    with gr.Row():
-        heatmap = gr.Plot(label="When each token was decided", min_width=PLOT_MIN_WIDTH)
-        commits = gr.Plot(label="Commits per forward", min_width=PLOT_MIN_WIDTH)
+            controls["schema"] = schema              # read by the handler with the settings, by name
+            with gr.Row():                           # side by side: each plot is half the column
+                heatmap = gr.Plot(label="When each token was decided", min_width=CHAT_PLOT_MIN_WIDTH)
+                commits = gr.Plot(label="Commits per forward", min_width=CHAT_PLOT_MIN_WIDTH)
     names = list(controls)
-    shared = [conversation_id, world, versions, model, system, random_seed, where, *controls.values()]
-    outputs = [chatbot, panel, history, conversation_id, world, trace, versions, scrubber, heatmap, commits, prompt,
-               status, version, versions_row, world_page]
+    shared = [conversation_id, world, tree, model, system, random_seed, where, *controls.values()]
+    outputs = [chatbot, panel, history, conversation_id, world, trace, tree, scrubber, heatmap, commits, prompt,
+               status, world_page, keep_end_btn]
     submit = with_settings(chat.submit, "chat", names)
     regenerate = with_settings(chat.regenerate, "chat", names)
+    edit = with_settings(chat.edit, "chat", names)
+    keep_end = with_settings(chat.keep_end, "chat", names)
 
     def refused(sentence: str) -> tuple:
         return updates(status=refusal_line(sentence))
@@ -209,22 +245,26 @@ def build(ctx: AppContext) -> dict[str, Any]:
     api_chat, api_regenerate = gr.Button(visible=False), gr.Button(visible=False)
     api_chat.click(submit, [prompt, history, *shared], outputs, api_name="chat", trigger_mode="multiple", **GENERATE)
     api_regenerate.click(regenerate, [history, *shared], outputs, api_name="regenerate", **GENERATE)
+    # an edited message: Gradio's EditData read into a State first (with_settings passes inputs
+    # only), then the turn, a new version of the message's exchange
+    edited = gr.State(None)
+    chatbot.edit(edit_of, None, [edited], api_visibility="private", queue=False, **QUIET).then(
+        refusals_beside(edit, refused), [edited, history, *shared], outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "chat"), None, None, queue=False, api_visibility="private")
-    # every click steps one version, also a second click before the first one's update is back
-    # (Gradio's default drops a click while the button's last event is pending)
+    keep_end_btn.click(said_in_status(keep_end, 3, 1), [prompt, tree, history, model, system, *controls.values()],
+                       [prompt, status, keep_end_btn], api_visibility="private", **QUIET)
+
     # the world shown beside the panel (the page's own, made when it opens), again after any
-    # event that puts another World in the tab (a version, Edit last, Sessions' Continue)
+    # event that puts another World in the tab (a version, Sessions' Continue)
     def show_world(current: World | None, request: gr.Request) -> tuple[World, str]:
         return chat.world_view(current, run_key(request, "chat"))
 
-    for button, delta in ((prev_btn, -1), (next_btn, 1)):
-        button.click(lambda h, v, d=delta: chat.show_version(h, v, d), [history, versions],
-                     [chatbot, history, world, versions, version], api_visibility="private",
-                     trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
-                                                            api_visibility="private", **QUIET)
-    edit_btn.click(chat.edit_last, [history, world, versions],
-                   [prompt, history, chatbot, world, versions, version, versions_row], api_visibility="private").then(
-        show_world, [world], [world, world_page], api_visibility="private", **QUIET)
+    # every pick steps one version, also a second click before the first one's update is back
+    # (Gradio's default drops a click while the button's last event is pending)
+    version_go.click(chat.show_version, [version_pick, tree],
+                       [chatbot, history, world, tree, trace, panel, scrubber], api_visibility="private",
+                       trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
+                                                              api_visibility="private", **QUIET)
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
     # world and model context.
     def new_chat(request: gr.Request) -> tuple:
@@ -236,10 +276,31 @@ def build(ctx: AppContext) -> dict[str, Any]:
                    **QUIET)
     replay_btn.click(play_again, [trace, controls["pace_ms"]], [panel, scrubber], api_visibility="private",
                      **QUIET)
+    # recent chats: read again when the list is opened and when the tab's chat becomes another
+    # stored one (a first answer saved, New chat, one opened); not on a click of the picker, whose
+    # options would then move under the pointer
+    recent = RecentChats(ctx)
+    for trigger in (recent_box.expand, conversation_id.change):
+        trigger(recent.listing, [recent_pick], [recent_pick], api_visibility="private", queue=False, **QUIET)
+    parts = {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
+             "world": world, "tree": tree, "trace": trace, "system": system, "status": status,
+             "panel": panel, "world_page": world_page, "show_world": show_world}
+    resumed_in = [parts[name] for name in RESUME_OUTPUTS]
+    recent_open.click(said_in_status(recent.open, len(resumed_in), resumed_in.index(status)), [recent_pick], resumed_in,
+                      api_visibility="private", **QUIET).then(show_world, [world], [world, world_page],
+                                                              api_visibility="private", **QUIET)
+    recent_rename.click(said_in_status(recent.rename, 3, 2), [recent_pick, recent_title],
+                        [recent_pick, recent_title, status], api_visibility="private", **QUIET)
+    recent_delete.click(said_in_status(recent.delete, 3, 1), [recent_pick, conversation_id],
+                        [recent_pick, status, conversation_id], api_visibility="private", **QUIET)
     copied = gr.Textbox(visible=False, elem_id="copied-answer")
     copy_btn.click(answer_text, [history], [copied], api_visibility="private", **QUIET).then(
         None, [copied], None, js=COPY_JS)
-    export_btn.click(chat.export, [trace], [export_files, export_preview], api_name="export")
+    def export(trace_view: Any) -> tuple[Any, Any]:
+        files, preview = chat.export(trace_view)
+        return files, gr.HTML(value=preview, visible=bool(preview))
+
+    export_btn.click(export, [trace], [export_files, export_preview], api_name="export")
     model.change(lambda name: card_update(ctx, name, chat_prompts), [model], [card_md, examples],
                  api_visibility="private", **QUIET)
     follow_noise_models(ctx, model, controls)          # DiffusionGemma: its own canvas and schedule
@@ -251,7 +312,4 @@ def build(ctx: AppContext) -> dict[str, Any]:
         None, None, None, js=focus_js("#prompt textarea"))
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
-    return {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
-            "world": world, "versions": versions, "trace": trace, "system": system, "status": status,
-            "version": version, "versions_row": versions_row, "panel": panel, "world_page": world_page,
-            "show_world": show_world}
+    return parts

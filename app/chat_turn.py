@@ -36,8 +36,12 @@ class ChatTurn:
     """What one chat turn has so far: the steps done, the generation in progress, its view."""
 
     def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
-                 user: dict[str, Any], structured: bool = False, system: str = "", in_pages: bool = False) -> None:
+                 user: dict[str, Any], structured: bool = False, system: str = "", in_pages: bool = False,
+                 shown_before: list[dict[str, Any]] | None = None) -> None:
         self.run, self.config, self.model, self.message = run, config, model, message
+        # the Chatbot's messages before this turn's, as the chat shows them (with their versions'
+        # arrows: app/chat_tree.py); the history's own when not given
+        self.shown_before = chat_messages(history) if shown_before is None else shown_before
         self.structured = structured              # one answer in a JSON schema's shape (app/structured.py)
         self.in_pages = in_pages                  # the tool calls run in the world's web pages (WebMCP)
         self.webmcp = ""                          # ... on whose WebMCP: native or polyfill, once they ran
@@ -91,7 +95,7 @@ class ChatTurn:
     def chatbot(self) -> list[dict[str, Any]]:
         entries = [e for step, (known, failures) in zip(self.steps, step_contexts(self.steps, self.known))
                    for e in chat_entries(step, step.raw_text, known, failures)]
-        return chat_messages(self.history + [self.user] + entries + self._in_flight())
+        return self.shown_before + chat_messages([self.user] + entries + self._in_flight())
 
     def stop(self) -> None:
         """Stopped: the generation Stop cut already arrived as a cancelled step (the engine's

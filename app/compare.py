@@ -344,22 +344,24 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                  "compare-diffusion")
         baseline = model_picker(ctx.registry.choices(("autoregressive",)), ctx.baseline_model, "AR baseline",
                                 "compare-baseline")
-    card_md, examples = card_examples("compare", card_for(ctx.default_model, ctx.registry.listing()))
     prompt = gr.Textbox(label="Prompt for both models", lines=1, max_lines=8, elem_id="compare-prompt",
                         placeholder="Enter races, Shift+Enter starts a new line")
+    with gr.Row():
+        race_btn = gr.Button("Race", variant="primary", elem_id="race")
+        stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
+    # the race and both answers (each under its grid) on the first screen; the numbers, the
+    # examples and the settings follow
+    with gr.Row():
+        panel_a = gr.HTML(EMPTY_PANEL, label="Diffusion", elem_id="compare-diffusion-panel")
+        panel_b = gr.HTML(EMPTY_PANEL, label="AR baseline", elem_id="compare-baseline-panel")
+    status = gr.Markdown(elem_id="compare-status")
+    table = gr.HTML(elem_id="compare-table")
+    race = gr.Plot(label="Tokens decided over time")
+    card_md, examples = card_examples("compare", card_for(ctx.default_model, ctx.registry.listing()))
     with gr.Accordion("Generation settings", open=False, elem_id="compare-settings"):
         controls = generation_controls("compare", DEFAULTS, ctx=ctx)
     controls["scaffold"] = gr.Checkbox(False, label="Scaffolded tool call (both models)", elem_id="compare-scaffold",
                                        info=SCAFFOLD_INFO)
-    with gr.Row():
-        race_btn = gr.Button("Race", variant="primary", elem_id="race")
-        stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
-    with gr.Row():
-        panel_a = gr.HTML(EMPTY_PANEL, label="Diffusion", elem_id="compare-diffusion-panel")
-        panel_b = gr.HTML(EMPTY_PANEL, label="AR baseline", elem_id="compare-baseline-panel")
-    table = gr.HTML(elem_id="compare-table")
-    race = gr.Plot(label="Tokens decided over time")
-    status = gr.Markdown(elem_id="compare-status")
     handler = with_settings(compare.run, "compare", list(controls))
     inputs = [prompt, diffusion, baseline, *controls.values()]
     outputs = [panel_a, panel_b, table, race, status]

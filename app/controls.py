@@ -8,7 +8,7 @@ values to its handler by name (app/widgets.py `with_settings`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gradio as gr
@@ -26,6 +26,8 @@ from .settings import RANGES, REMASK_CHOICES, SAMPLER_CHOICES
 
 _EDIT_DEFAULTS = {name: getattr(GenerationConfig(), name)
                   for name in ("edit_threshold", "max_post_steps", "remask_rounds", "remask_count")}
+# a tab's defaults may leave these out (the agent's): the values the controls start at then
+_FALLBACKS = {"threshold": GenerationConfig().threshold, "factor": 1.0, "entropy_bound": 0.5, **_EDIT_DEFAULTS}
 
 # One line under each control: what it does and which samplers read it.
 INFO = {
@@ -65,6 +67,8 @@ INFO.update(NOISE_INFO)        # DiffusionGemma's own controls (app/noise_contro
 ORDER = ("gen_length", "block_size", "steps", "sampler", "threshold", "factor", "entropy_bound", "temperature",
          "top_p", "top_k", "seed", "pace_ms", "edit_threshold", "max_post_steps", "remask", "remask_rounds",
          "remask_count", "cache", *NOISE_NAMES)
+# The settings only some samplers read, each shown while the chosen sampler reads it.
+SAMPLER_PARAMETERS = ("threshold", "factor", "entropy_bound", "edit_threshold", "max_post_steps")
 SHOW_EVERY_ROUND = "Show every round"
 MODEL_DEFAULTS = "Model defaults"
 WATCH_IT_EDIT = "Watch it edit"
@@ -146,26 +150,17 @@ def _slider(name: str, label: str | None, value: Any, prefix: str, **kw: Any) ->
                      elem_id=f"{prefix}-{name.replace('_', '-')}", **kw)
 
 
-def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling: bool = True, ctx: Any = None
-                        ) -> dict[str, gr.Component]:
+def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling: bool = True, ctx: Any = None,
+                        more: Callable[[], Any] | None = None) -> dict[str, gr.Component]:
     """name -> component: gen_length, block_size, steps, sampler, threshold, factor, entropy_bound,
     (temperature, top_p, top_k, seed when with_sampling), pace_ms. elem_ids are `{prefix}-gen-length`
     and so on. Also builds the preset row (and, with `ctx`, presets saved in its store) and the
-    "How this works" note, wired to these controls."""
-    with gr.Accordion("How this works: blocks, steps, samplers, numbers", open=False,
-                      elem_id=f"{prefix}-how-it-works"):
-        gr.Markdown(how_it_works())
-    with gr.Row():
-        preset = gr.Dropdown(preset_names(ctx), value=None, label="Preset", elem_id=f"{prefix}-preset",
-                             info="Named settings: the model's defaults, Show every round, Watch it edit, "
-                                  "or one you saved.")
-        preset_name = gr.Textbox(label="Save these settings as", placeholder="a name", elem_id=f"{prefix}-preset-name",
-                                 info="Saved in the session store, for every tab.")
-        with gr.Column(min_width=120):
-            save = gr.Button("Save preset", elem_id=f"{prefix}-save-preset", size="sm")
-            every = gr.Button(SHOW_EVERY_ROUND, elem_id=f"{prefix}-every-round", size="sm")
+    "How this works" note, wired to these controls. `more()` builds a tab's own controls at the
+    end of the "More settings" disclosure."""
     controls: dict[str, gr.Component] = {}
     # Two controls a row: the settings sit in a half-width column, and their info lines need room.
+    # First what every run reads, and the parameters of the chosen sampler only (the others are
+    # hidden while it does not read them: sampler_parameters_shown); the rest under a disclosure.
     with gr.Row():
         controls["gen_length"] = _slider("gen_length", "Generation length (tokens)", defaults["gen_length"], prefix)
         controls["block_size"] = _slider("block_size", None, defaults["block_size"], prefix)
@@ -173,43 +168,51 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         controls["steps"] = _slider("steps", None, defaults["steps"], prefix)
         controls["sampler"] = gr.Dropdown(SAMPLER_CHOICES, value=defaults["sampler"], label="Sampler",
                                           info=INFO["sampler"], elem_id=f"{prefix}-sampler")
+    reads = SAMPLERS[defaults["sampler"]].parameters
     with gr.Row():
-        controls["threshold"] = _slider("threshold", None, defaults["threshold"], prefix)
-        controls["factor"] = _slider("factor", None, defaults.get("factor", 1.0), prefix)
-    with gr.Row():
-        controls["entropy_bound"] = _slider("entropy_bound", None, defaults.get("entropy_bound", 0.5),
-                                            prefix)
+        for name in SAMPLER_PARAMETERS:
+            controls[name] = _slider(name, None, defaults.get(name, _FALLBACKS[name]), prefix, visible=name in reads)
         if with_sampling:
             controls["temperature"] = _slider("temperature", None, defaults["temperature"], prefix)
-    if with_sampling:
+    with gr.Accordion("More settings: presets, top-p and top-k, seed, pace, remasking, cache", open=False,
+                      elem_id=f"{prefix}-more-settings"):
+        if with_sampling:                              # Compare and Chat, where DiffusionGemma can run
+            controls.update(noise_controls(prefix, defaults))
+        with gr.Accordion("How this works: blocks, steps, samplers, numbers", open=False,
+                          elem_id=f"{prefix}-how-it-works"):
+            gr.Markdown(how_it_works())
         with gr.Row():
-            controls["top_p"] = _slider("top_p", None, defaults.get("top_p", 1.0), prefix)
-            controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
-    with gr.Row():
-        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
-                                      prefix)
+            preset = gr.Dropdown(preset_names(ctx), value=None, label="Preset", elem_id=f"{prefix}-preset",
+                                 info="Named settings: the model's defaults, Show every round, Watch it edit, "
+                                      "or one you saved.")
+            preset_name = gr.Textbox(label="Save these settings as", placeholder="a name",
+                                     elem_id=f"{prefix}-preset-name", info="Saved in the session store, for every tab.")
+            with gr.Column(min_width=120):
+                save = gr.Button("Save preset", elem_id=f"{prefix}-save-preset", size="sm")
+                every = gr.Button(SHOW_EVERY_ROUND, elem_id=f"{prefix}-every-round", size="sm")
         if with_sampling:
-            controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
-                                         elem_id=f"{prefix}-seed")
-    with gr.Row():
-        controls["edit_threshold"] = _slider("edit_threshold", None,
-                                             defaults.get("edit_threshold", _EDIT_DEFAULTS["edit_threshold"]), prefix)
-        controls["max_post_steps"] = _slider("max_post_steps", None,
-                                             defaults.get("max_post_steps", _EDIT_DEFAULTS["max_post_steps"]), prefix)
-    with gr.Row():
-        controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
-                                         info=INFO["remask"], elem_id=f"{prefix}-remask")
-        controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
-                                            defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
-    with gr.Row():
-        controls["remask_count"] = _slider("remask_count", None,
-                                           defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
-    if with_sampling:                                  # the agent tab runs Sprout models, which keep no such cache
+            with gr.Row():
+                controls["top_p"] = _slider("top_p", None, defaults.get("top_p", 1.0), prefix)
+                controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
         with gr.Row():
-            controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
-                                            info=INFO["cache"], elem_id=f"{prefix}-cache")
-    if with_sampling:                                  # Compare and Chat, where DiffusionGemma can run
-        controls.update(noise_controls(prefix, defaults))
+            controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
+                                          prefix)
+            if with_sampling:
+                controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
+                                             elem_id=f"{prefix}-seed")
+        with gr.Row():
+            controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
+                                             info=INFO["remask"], elem_id=f"{prefix}-remask")
+            controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
+                                                defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
+        with gr.Row():
+            controls["remask_count"] = _slider("remask_count", None,
+                                               defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
+            if with_sampling:                          # the agent tab runs Sprout models, which keep no such cache
+                controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
+                                                info=INFO["cache"], elem_id=f"{prefix}-cache")
+        if more is not None:
+            more()
     status = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
 
@@ -229,11 +232,21 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
         message = save_preset(ctx, name, dict(zip(names, values)))
         return gr.Dropdown(choices=preset_names(ctx)), message
 
+    parameters = [controls[name] for name in SAMPLER_PARAMETERS]
+    controls["sampler"].change(sampler_parameters_shown, [controls["sampler"]], parameters, api_visibility="private",
+                               queue=False, show_progress="hidden")
     preset.input(apply, [preset, *outputs], outputs, api_visibility="private", show_progress="hidden")
     every.click(teach, outputs, outputs, api_visibility="private", show_progress="hidden")
     save.click(store_preset, [preset_name, *outputs], [preset, status], api_visibility="private",
                show_progress="hidden")
     return controls
+
+
+def sampler_parameters_shown(sampler: str | None) -> list[Any]:
+    """One update per SAMPLER_PARAMETERS: shown when `sampler` reads it (engine/sampler_table.py)."""
+    spec = SAMPLERS.get(str(sampler or ""))
+    reads = spec.parameters if spec is not None else SAMPLER_PARAMETERS     # unknown: all, the run will say why
+    return [gr.update(visible=name in reads) for name in SAMPLER_PARAMETERS]
 
 
 # -- presets ------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from visualizer import GRID_CSS
 from visualizer.marks import MARK_CSS
 
+from .world_page import FRAME_HEIGHT_PX
+
 APP_CSS = """
 .dp-panel { min-height: 140px; padding: .6rem .7rem; border: 1px solid rgba(127,127,127,.3); border-radius: 8px; }
 .dp-live-head { font-size: 12px; font-weight: 600; margin-bottom: .35rem; }
@@ -37,7 +39,7 @@ textarea::placeholder, input::placeholder { color: #5b6270; opacity: 1; }
 /* the tab's world as its web pages (app/world_page.py): the frame takes the column's width */
 .dp-world-head { font-size: 12px; margin: 0 0 .35rem; }
 /* the same height before the frame arrives (the page's load event) as after: nothing below jumps */
-.dp-world-page { min-height: calc(420px + 3.4rem); }
+.dp-world-page { min-height: calc(__FRAME__px + 3.4rem); }
 .dp-world-page iframe { width: 100%; border: 1px solid rgba(127,127,127,.35); border-radius: 8px; background: #fff;
   box-sizing: border-box; }
 .dp-card p { margin: .15rem 0; }
@@ -74,6 +76,10 @@ footer, footer * { color: #52525b !important; }
   color: #93c5fd; }
 .dark .gradio-container #chatbot pre .token.punctuation, .dark .gradio-container #chatbot pre .token.operator {
   color: #d4d4d8; }
+/* an answer's versions (app/chat_tree.py): the arrows are buttons to the eye, 28 px wide to hit */
+.gradio-container #chatbot .dp-versions { white-space: nowrap; }
+.gradio-container #chatbot .dp-versions a { display: inline-block; min-width: 28px; padding: 0 6px;
+  text-align: center; text-decoration: none; border: 1px solid var(--border-color-primary); border-radius: 6px; }
 /* the links to the world's pages: Gradio's link blue reads at 4.05:1 in the dark theme */
 .gradio-container .dp-world-head a { color: #1d4ed8; }
 .dark .gradio-container .dp-world-head a { color: #93c5fd; }
@@ -97,4 +103,5 @@ NARROW_CSS = """
 }
 """
 
+APP_CSS = APP_CSS.replace("__FRAME__", str(FRAME_HEIGHT_PX))
 CSS = GRID_CSS + MARK_CSS + APP_CSS + CONTRAST_CSS + PLOT_CSS + NARROW_CSS

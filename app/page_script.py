@@ -10,12 +10,18 @@ tab first opens, so a MutationObserver labels each element as it appears:
 - the icon buttons Gradio leaves unnamed (the arrow of a tool step's card) get a name;
 - the "Empty value" placeholder of an empty plot or file box, a div Gradio names without a role
   (ARIA forbids a name there: axe's aria-prohibited-attr, serious), becomes a note.
-The script runs as Gradio's `js` on page load; it changes attributes and its own live lines only.
+- a click on an answer's version arrow (a link to "#dp-version:depth:delta", app/chat_tree.py)
+  goes to the hidden #version-pick box as "depth:delta", and the hidden #version-go button sends
+  it (a box's own input event fires on typing only); the link itself goes nowhere.
+The script runs as Gradio's `js` on page load; it changes attributes, its own live lines and that
+box only.
 """
 
 from __future__ import annotations
 
 import json
+
+from .chat_tree import VERSION_LINK
 
 STATUS_LINES = ("chat-status", "agent-status", "compare-status", "sessions-status")
 PANELS = {
@@ -71,6 +77,17 @@ SCRIPT = """() => {
   };
   label();
   new MutationObserver(label).observe(document.body, {childList: true, subtree: true});
+  document.addEventListener("click", (event) => {
+    const link = event.target instanceof Element && event.target.closest('a[href^="__PICK__"]');
+    if (!link) return;
+    event.preventDefault();
+    event.stopPropagation();
+    const box = document.querySelector("#version-pick textarea, #version-pick input");
+    if (!box) return;
+    box.value = link.getAttribute("href").slice("__PICK__".length) ;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    document.querySelector("#version-go")?.click();
+  }, true);
 }"""
 
 
@@ -78,7 +95,8 @@ def page_js() -> str:
     """The function Gradio runs on load (launch(js=...))."""
     values = {"__STATUS__": json.dumps(list(STATUS_LINES)), "__PANELS__": json.dumps(PANELS),
               "__LINE__": LIVE_LINE, "__HEAD__": json.dumps(HEAD), "__EXPANDER__": json.dumps(EXPANDER),
-              "__LABEL__": json.dumps(EXPANDER_LABEL), "__EMPTY__": json.dumps(EMPTY_BOX)}
+              "__LABEL__": json.dumps(EXPANDER_LABEL), "__EMPTY__": json.dumps(EMPTY_BOX),
+              "__PICK__": VERSION_LINK.split("{", 1)[0]}
     script = SCRIPT
     for token, value in values.items():
         script = script.replace(token, value)

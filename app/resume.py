@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import gradio as gr
+
 from engine.json_limits import read_stored
 from world.agent import Step
 from world.format import EOS, render_call
 
 from .chat import named_answers, stored_world
-from .chat_turn import CUT_CALL_NOTE
+from .chat_turn import CUT_CALL_NOTE, EMPTY_PANEL
+from .live import markdown_safe
+from .messages import user_error
 from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
 
 RESUMABLE = ("chat",)
+# what going on with a stored chat sets in the Chat tab, in this order (resumed)
+RESUME_OUTPUTS = ("chatbot", "history", "conversation_id", "world", "tree", "trace", "model", "system", "status",
+                  "panel")
 
 
 class CannotResume(ValueError):
@@ -91,3 +98,17 @@ def resume(conversation: dict[str, Any] | None) -> dict[str, Any]:
     meta = conversation.get("meta") or {}
     return {"chatbot": chat_messages(history), "history": history, "conversation_id": conversation["id"],
             "world": world, "model": conversation.get("model") or "", "system": meta.get("system") or ""}
+
+
+def resumed(conversation: dict[str, Any] | None) -> tuple:
+    """The Chat tab's outputs (RESUME_OUTPUTS) for going on with `conversation`: its messages, its
+    world, its model and system prompt, no versions or trace yet, and a status line saying where
+    the next message is stored. A conversation the tab cannot go on with is refused with a sentence."""
+    try:
+        state = resume(conversation)
+    except CannotResume as exc:
+        raise user_error(str(exc)) from None
+    note = (f"Continuing conversation #{state['conversation_id']} with {markdown_safe(state['model'] or 'its model')}: "
+            "the next message is stored in it.")
+    return (state["chatbot"], state["history"], state["conversation_id"], state["world"], None, None,
+            state["model"] or gr.skip(), state["system"], note, EMPTY_PANEL)

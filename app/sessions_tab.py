@@ -41,6 +41,16 @@ def _label(row: dict[str, Any]) -> str:
     return f"#{row['id']} · {row['kind']} · {' '.join(str(row['title']).split())[:70]}"
 
 
+def checked_title(title: str | None) -> str:
+    """A conversation's new title, its spaces folded; refused with a sentence when empty or too long."""
+    title = " ".join((title or "").split())
+    if not title:
+        raise user_error("The title is empty: type the new title first.")
+    if len(title) > MAX_TITLE_CHARS:
+        raise user_error(f"A title holds at most {MAX_TITLE_CHARS} characters; this one has {len(title)}.")
+    return title
+
+
 def sessions_table(rows: list[dict[str, Any]], searched: bool) -> str:
     if not rows:
         return '<div class="dp-empty">{}</div>'.format("No match." if searched else "Nothing stored yet.")
@@ -178,11 +188,7 @@ class SessionsHandlers:
         """Give the picked conversation a new title; (list, picker, status, transcript, conversation)."""
         if not choice:
             raise user_error("Pick the conversation to rename first (click its row).")
-        title = " ".join((title or "").split())
-        if not title:
-            raise user_error("The title is empty: type the new title first.")
-        if len(title) > MAX_TITLE_CHARS:
-            raise user_error(f"A title holds at most {MAX_TITLE_CHARS} characters; this one has {len(title)}.")
+        title = checked_title(title)
         store = self._store()
         try:
             store.rename(int(choice), title)

@@ -9,34 +9,20 @@ from typing import Any
 import gradio as gr
 
 from . import agent_tab, chat_tab, compare, models_tab, sessions_tab
-from .chat_turn import EMPTY_PANEL
 from .css import CSS
 from .live import markdown_safe
-from .messages import user_error
 from .page_script import page_js
-from .resume import CannotResume, resume
+from .resume import RESUME_OUTPUTS, resumed
 from .state import AppContext
 
 INTRO = ("# Diffusion Playground\nWatch a diffusion language model decide its answer, round by round: "
          "masked cells turn into tokens, several per forward.")
 
 
-RESUME_OUTPUTS = ("chatbot", "history", "conversation_id", "world", "versions", "trace", "model", "system", "status",
-                  "version", "versions_row", "panel")
-
-
 def continue_in_chat(conversation: dict[str, Any] | None) -> tuple:
     """Sessions' "Continue in Chat": the stored chat in the Chat tab (RESUME_OUTPUTS), then that tab shown.
     The next message is stored in the same conversation."""
-    try:
-        state = resume(conversation)
-    except CannotResume as exc:
-        raise user_error(str(exc)) from None
-    note = (f"Continuing conversation #{state['conversation_id']} with {markdown_safe(state['model'] or 'its model')}: "
-            "the next message is stored in it.")
-    return (state["chatbot"], state["history"], state["conversation_id"], state["world"], None, None,
-            state["model"] or gr.skip(), state["system"], note, "", gr.Row(visible=False), EMPTY_PANEL,
-            gr.Tabs(selected="chat"))
+    return (*resumed(conversation), gr.Tabs(selected="chat"))
 
 
 def launch_kwargs() -> dict[str, Any]:

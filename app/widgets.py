@@ -4,6 +4,7 @@ one mapping plus the Stop key of the browser session."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -68,6 +69,20 @@ def refusals_beside(handler: Callable[..., Any], refused: Callable[[str], Any]) 
             yield refused(str(error.message))
     browser.__name__ = getattr(handler, "__name__", "handler")
     return browser
+
+
+def said_in_status(handler: Callable[..., tuple], count: int, status_at: int) -> Callable[..., tuple]:
+    """`handler` as the page calls it: a refusal (gr.Error, a sentence a person can act on) is
+    written in the tab's status line under the box, everything else left as it is; never Gradio's
+    modal, which would lay an error badge over the chat. It keeps the handler's signature
+    (functools.wraps), so Gradio still hands it a gr.Request where it asks for one."""
+    @functools.wraps(handler)
+    def page(*values: Any) -> tuple:
+        try:
+            return handler(*values)
+        except gr.Error as error:
+            return tuple(str(error.message) if i == status_at else gr.skip() for i in range(count))
+    return page
 
 
 def stopper(board: Any, tab: str) -> Callable[..., None]:

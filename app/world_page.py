@@ -25,7 +25,7 @@ from world.state import World
 from world.webapps.apps import app_of
 from world.webapps.sessions import MAX_SESSIONS, WorldSessions
 
-FRAME_HEIGHT_PX = 420             # app/css.py keeps this much room before the frame arrives
+FRAME_HEIGHT_PX = 380             # app/css.py keeps this much room before the frame arrives
 # what the frame's place holds until the page's load event fills it (same room, app/css.py)
 WAITING_HTML = '<div class="dp-world-page"><p class="dp-world-head">The world\'s web pages open here…</p></div>'
 

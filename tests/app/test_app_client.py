@@ -64,7 +64,7 @@ def test_a_chat_call_streams_several_updates_and_replays_from_the_store(app):
     live = [u[1] for u in updates if 'data-mode="live"' in u[1]]
     assert "dp-empty" in updates[0][1]                   # a run starts by clearing the last one's panel
     assert live and "dp-cell dp-mask" in live[0]
-    chatbot, panel, scrubber, heatmap, commits, _prompt, status, _version, _world_page = final
+    chatbot, panel, scrubber, heatmap, commits, _prompt, status, _world_page = final
     assert 'data-mode="done"' in panel and "saved as conversation" in status
     # the run's first update shows the world the calls run in, as its pages
     assert "/apps/shop/?session=" in updates[0][-1]

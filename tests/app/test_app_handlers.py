@@ -50,8 +50,8 @@ def ctx(tmp_path):
 
 
 def ask(chat: ChatHandlers, message: str, history=None, conversation_id=None, model="fake-bd", settings=SETTINGS,
-        world=None, versions=None, random_seed=False):
-    return settled(list(chat.submit(message, history or [], conversation_id, world, versions, model, "",
+        world=None, tree=None, random_seed=False):
+    return settled(list(chat.submit(message, history or [], conversation_id, world, tree, model, "",
                                     random_seed, settings=named(settings))))
 
 
@@ -207,28 +207,34 @@ def test_a_stored_turn_replays_the_same_frames(ctx):
         assert grid_of(scrub_panel(view, n)) == grid_of(live.panel(upto=n - 1))
 
 
-def test_regenerate_keeps_versions_and_edit_keeps_every_stored_turn(ctx):
+def test_regenerate_keeps_versions_and_an_edit_branches_keeping_every_stored_turn(ctx):
     chat = ChatHandlers(ctx)
     final = ask(chat, "Say hi")[-1]
     history, cid = final[OUT["history"]], final[OUT["conversation_id"]]
-    state = (cid, final[OUT["world"]], final[OUT["versions"]], "fake-bd", "", False)
+    state = (cid, final[OUT["world"]], final[OUT["tree"]], "fake-bd", "", False)
     warm = named((64, 16, 8, "threshold", 0.9, 0.7, 0))
     again = settled(list(chat.regenerate(history, *state, settings=warm)))[-1]
-    versions = again[OUT["versions"]]
-    seeds = [item.seed for item in versions.items]
-    assert len(again[OUT["history"]]) == 2 and len(versions.items) == 2 and versions.at == 1
+    fork = again[OUT["tree"]].root
+    seeds = [item.seed for item in fork.items]
+    assert len(again[OUT["history"]]) == 2 and len(fork.items) == 2 and fork.at == 1
     assert seeds[0] is None and seeds[1] is not None and f"seed {seeds[1]}" in again[OUT["status"]]
-    third = settled(list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], versions, "fake-bd", "",
-                                         False, settings=warm)))[-1]
-    assert third[OUT["versions"]].items[2].seed != seeds[1]          # a new seed each time
-    shown, back, _world, older, label = chat.show_version(third[OUT["history"]], third[OUT["versions"]], -2)
-    assert older.at == 0 and label.startswith("Answer version 1/3") and back[-1] == history[-1]
-    assert third[OUT["versions_row"]].visible and not final[OUT["versions_row"]].visible
-    text, kept, shown, _world, _versions, _label, _row = chat.edit_last(back, _world, older)
-    assert text == "Say hi" and kept == [] and shown == []
-    ask(chat, "Say hi, edited", kept, cid)
+    assert f"version 2/2 · seed {seeds[1]}" in again[OUT["chatbot"]][-1]["content"]
+    assert "version" not in final[OUT["chatbot"]][-1]["content"]          # one version: no arrows
+    third = settled(list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], again[OUT["tree"]],
+                                         "fake-bd", "", False, settings=warm)))[-1]
+    assert third[OUT["tree"]].root.items[2].seed != seeds[1]          # a new seed each time
+    shown, back, _world, older, trace, panel, _scrubber = chat.show_version("0:-1", third[OUT["tree"]])
+    shown, back, _world, older, trace, panel, _scrubber = chat.show_version("0:-1", older)
+    assert older.root.at == 0 and "version 1/3" in shown[-1]["content"] and back[-1] == history[-1]
+    assert trace is final[OUT["trace"]] and panel == final[OUT["panel"]]    # the panel shows the version shown
+    # an edit of the message: a fourth version of the exchange, the edited text its message
+    edited = settled(list(chat.edit((0, "Say hi, edited"), back, cid, _world, older, "fake-bd", "", False,
+                                    settings=named(SETTINGS))))[-1]
+    assert [m["content"] for m in edited[OUT["history"]] if m["role"] == "user"] == ["Say hi, edited"]
+    assert edited[OUT["tree"]].root.at == 3 and "version 4/4" in edited[OUT["chatbot"]][-1]["content"]
     roles = [t["role"] for t in ctx.store.get_conversation(cid)["turns"]]
     assert roles == ["user", "assistant"] * 4
+    assert chat.show_version("not a pick", edited[OUT["tree"]]) == (gr.skip(),) * 7
     with pytest.raises(gr.Error, match="no answer to regenerate"):
         list(chat.regenerate([], None, None, None, "fake-bd", "", False, settings=named(SETTINGS)))
 
@@ -406,7 +412,7 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
     # the world persists into the next turn, and the model reads the whole conversation
     backend.target = render_call("finish", {"answer": "Done."})
     again = ask(chat, "view my cart", final[OUT["history"]], final[OUT["conversation_id"]], world=world,
-                versions=final[OUT["versions"]])[-1]
+                tree=final[OUT["tree"]])[-1]
     assert again[OUT["world"]] is world and len(world.cart) == 1 and again[OUT["chatbot"]][-1]["content"] == "Done."
     assert backend.tokenizer.decode(backend.prompts[-1]).count("<tool_call>") >= 3
 
@@ -420,7 +426,7 @@ def test_a_one_request_model_reads_only_the_new_message_and_keeps_its_world(tmp_
     world = final[OUT["world"]]
     backend.target = render_call("finish", {"answer": "Done."})
     again = ask(chat, "view my cart", final[OUT["history"]], final[OUT["conversation_id"]], world=world,
-                versions=final[OUT["versions"]])[-1]
+                tree=final[OUT["tree"]])[-1]
     assert again[OUT["world"]] is world and len(world.cart) == 1 and again[OUT["chatbot"]][-1]["content"] == "Done."
     prompt = backend.tokenizer.decode(backend.prompts[-1])
     assert "view my cart" in prompt and task["instruction"] not in prompt and "<tool_call>" not in prompt

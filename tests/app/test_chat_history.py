@@ -38,7 +38,7 @@ def test_a_follow_up_reaches_a_conversation_model_with_its_history(tmp_path):
         assert first[OUT["chatbot"]][-1]["content"] == with_names(lookup["gold_actions"][-1]["arguments"]["answer"],
                                                                   world)
         second = ask(chat, invoice["instruction"], first[OUT["history"]], first[OUT["conversation_id"]], world=world,
-                     versions=first[OUT["versions"]], settings=SETTINGS)[-1]
+                     tree=first[OUT["tree"]], settings=SETTINGS)[-1]
         prompt = backend.tokenizer.decode(backend.prompts[-1])
         assert lookup["instruction"] in prompt and invoice["instruction"] in prompt
         assert '"name":"get_customer"' in prompt and f'"id":"{customer_id}"' in prompt
@@ -73,7 +73,7 @@ def test_a_latest_request_model_gets_no_history_so_the_follow_up_cannot_be_resol
         world = world_for({"split": conversation["split"], "world": conversation["world"]})
         first = ask(chat, lookup["instruction"], world=world, settings=SETTINGS)[-1]
         ask(chat, invoice["instruction"], first[OUT["history"]], first[OUT["conversation_id"]], world=world,
-            versions=first[OUT["versions"]], settings=SETTINGS)
+            tree=first[OUT["tree"]], settings=SETTINGS)
         assert invoice["instruction"] in prompts[-1] and lookup["instruction"] not in prompts[-1]
         assert not any(i["amount"] == invoice["slots"]["amount"] for i in world.invoices.values()
                        if i["customer"] == invoice["slots"]["customer_id"])

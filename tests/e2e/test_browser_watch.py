@@ -16,6 +16,7 @@ import pytest
 from app.settings import PACE_MS
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import show_setting
 
 SNAPSHOT_MS = 40                                    # how often the page is read (NOTES.md, "Browser tests")
 CONTRAST_JS = (Path(__file__).parent / "contrast.js").read_text(encoding="utf-8")
@@ -129,6 +130,7 @@ def test_text_contrast_and_new_tokens_marked_by_more_than_colour(browser, tmp_pa
         new = page.locator("#live-panel .dp-legend .dp-key-new")
         style = new.evaluate("e => { const s = getComputedStyle(e); return [s.textDecorationLine, s.borderStyle]; }")
         assert style == ["underline", "dashed"]
+        show_setting(page, "#chat-how-it-works")
         page.locator("#chat-how-it-works").click()                 # the explanation's text is checked too
         page.wait_for_timeout(500)
         rows = page.evaluate(CONTRAST_JS)
@@ -170,24 +172,25 @@ def test_show_every_round_and_a_saved_preset(browser, tmp_path):
         block = page.locator("#chat-block-size input[type=number]")
         block.fill("8")
         block.press("Enter")
+        show_setting(page, "#chat-every-round")                          # under More settings
         page.locator("#chat-every-round").click()
         expect(steps).to_have_value("8", timeout=10_000)                  # one round per token of the block
         expect(page.locator("#chat-sampler input")).to_have_value("low_confidence")
-        page.locator("#chat-threshold input[type=number]").fill("0.75")
-        page.locator("#chat-threshold input[type=number]").press("Enter")
+        page.locator("#chat-temperature input[type=number]").fill("0.75")
+        page.locator("#chat-temperature input[type=number]").press("Enter")
         page.locator("#chat-preset-name textarea, #chat-preset-name input").first.fill("teaching 8")
         page.locator("#chat-save-preset").click()
         expect(page.locator("#chat-preset-status")).to_contain_text("Saved preset", timeout=10_000)
-        page.locator("#chat-threshold input[type=number]").fill("0.5")
-        page.locator("#chat-threshold input[type=number]").press("Enter")
+        page.locator("#chat-temperature input[type=number]").fill("0.5")
+        page.locator("#chat-temperature input[type=number]").press("Enter")
         page.locator("#chat-preset input").click()                        # picking it sets the controls back
         page.get_by_role("option", name="teaching 8").click()
-        expect(page.locator("#chat-threshold input[type=number]")).to_have_value("0.75", timeout=10_000)
+        expect(page.locator("#chat-temperature input[type=number]")).to_have_value("0.75", timeout=10_000)
         page.close()
     saved = ctx.store.presets()["teaching 8"]
     ctx.close()
     assert saved["sampler"] == "low_confidence" and saved["steps"] == 8 and saved["block_size"] == 8
-    assert saved["threshold"] == 0.75
+    assert saved["temperature"] == 0.75
 
 
 def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
@@ -197,7 +200,7 @@ def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
     with running_app(ctx) as (_demo, url):
         page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
-        below = page.locator("#scrubber, #chat-gen-length").last
+        below = page.locator("#chat-world-box")                         # under the panel, in its column
         before = below.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
         length = page.locator("#chat-gen-length input[type=number]")
         length.fill("256")
@@ -210,4 +213,4 @@ def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
         page.close()
     ctx.close()
     assert box[1] > box[0] and 300 <= box[0] <= 420, box          # fixed height; the grid scrolls inside
-    assert abs(after - before) < 120, (before, after)              # the settings below stay where they were
+    assert abs(after - before) < 120, (before, after)              # what is below stays where it was

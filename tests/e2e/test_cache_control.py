@@ -18,6 +18,7 @@ from engine.backends.full_attention import FullAttentionBackend
 from reference.noise import damp_mask_logit
 from tests.e2e.app_fakes import fake_backends, running_app
 from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import show_setting
 
 pytestmark = BROWSER_MARKS
 
@@ -53,7 +54,9 @@ def test_the_dual_cache_runs_and_a_model_without_one_says_so(browser, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1400})
         page.goto(url)
         cache = page.locator("#chat-cache")
-        expect(cache).to_be_visible(timeout=20_000)
+        page.locator("#chat-more-settings").wait_for(timeout=20_000)
+        show_setting(page, "#chat-cache")                                 # under More settings
+        expect(cache).to_be_visible()
         expect(cache).to_contain_text(INFO["cache"][:60])
         page.locator("#chat-how-it-works").click()
         expect(page.locator("#chat-how-it-works")).to_contain_text("go stale as the block fills in")

@@ -15,6 +15,7 @@ import torch
 
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
+from tests.e2e.controls import show_setting
 from tests.fakes import MASK, FakeDiffusionBackend
 
 pytestmark = BROWSER_MARKS
@@ -82,6 +83,7 @@ def test_an_edited_cell_is_drawn_and_announced_as_an_edit(browser, tmp_path):
         edited.hover()
         keep(page, tmp_path, "edited-cell.png")
         # the preset that makes edits visible on the bundled model turns remasking on
+        show_setting(page, "#chat-preset")                               # under More settings
         choose(page, "#chat-preset", "Watch it edit")
         expect(page.locator("#chat-remask input")).to_have_value("loop", timeout=10_000)
         page.close()

@@ -226,19 +226,20 @@ def test_regenerate_draws_a_new_seed_and_keeps_earlier_versions(browser, tmp_pat
         page.locator("#prompt textarea").press("Enter")
         expect(page.locator("#chat-status")).to_contain_text("seed", timeout=30_000)
         seeds = [re.search(r"seed (\d+)", page.locator("#chat-status").inner_text()).group(1)]
+        versions = page.locator("#chatbot .dp-versions").last          # beside the answer, in its bubble
         for version in (2, 3):
             page.locator("#regenerate").click()
-            expect(page.locator("#version-label")).to_contain_text(f"Answer version {version}/{version}",
-                                                                   timeout=30_000)
+            expect(versions).to_contain_text(f"version {version}/{version}", timeout=30_000)
             expect(page.locator("#chat-status")).to_contain_text("saved", timeout=30_000)
             page.wait_for_timeout(500)    # a click while the last run is still ending is ignored (Gradio)
             seeds.append(re.search(r"seed (\d+)", page.locator("#chat-status").inner_text()).group(1))
         assert len(set(seeds)) == 3
-        page.locator("#version-prev").click()
-        page.locator("#version-prev").click()
-        expect(page.locator("#version-label")).to_contain_text(f"Answer version 1/3 · seed {seeds[0]}")
-        page.locator("#version-next").click()
-        expect(page.locator("#version-label")).to_contain_text(f"Answer version 2/3 · seed {seeds[1]}")
+        versions.get_by_role("link", name="◀").click()
+        expect(versions).to_contain_text(f"version 2/3 · seed {seeds[1]}")
+        versions.get_by_role("link", name="◀").click()
+        expect(versions).to_contain_text(f"version 1/3 · seed {seeds[0]}")
+        versions.get_by_role("link", name="▶").click()
+        expect(versions).to_contain_text(f"version 2/3 · seed {seeds[1]}")
         assert len([t for t in last_conversation(ctx, "chat")["turns"] if t["role"] == "assistant"]) == 3
         shot(page, "versions")
         page.close()

@@ -56,6 +56,15 @@ def test_each_refusal_is_a_sentence_under_the_box_and_nothing_typed_or_said_is_l
         expect(chat).not_to_contain_text("Please read all of this.")
         no_error_badges(page)
         shot(page, "refused-over-context")
+        # the offer: the end that fits, in the box to be read, then sent and answered
+        page.locator("#keep-end").click()
+        expect(status).to_contain_text("Kept the last", timeout=20_000)
+        kept = box.input_value()
+        assert LONG_MESSAGE.endswith(kept) and 0 < len(kept) < len(LONG_MESSAGE), len(kept)
+        expect(page.locator("#keep-end")).to_be_hidden()
+        page.locator("#send").click()
+        expect(status).to_contain_text("saved as conversation", timeout=60_000)
+        expect(chat).to_contain_text("Please read all of this.")
 
         # a model that is not on this machine: refused before anything promises a load
         choose(page, "#chat-model", re.compile(r"^LLaDA-8B-Instruct \(diffusion, not on this machine\)"))
