@@ -34,6 +34,7 @@ import gradio as gr
 
 from engine.trace import ConfigError
 from sessions import TurnRecord
+from visualizer import extract_code, sandboxed_preview
 from world.agent import STOPPED, act
 from world.state import World
 from world.tools import FINISH, call_tool
@@ -64,7 +65,7 @@ from .warmup import LOADING_PANEL, is_loading
 from .widgets import file_list
 
 CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "tree", "scrubber", "heatmap",
-                "commits", "prompt", "status", "world_page", "keep_end")
+                "commits", "prompt", "status", "world_page", "keep_end", "preview")
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
 
@@ -75,6 +76,15 @@ def updates(**values: Any) -> tuple:
     if unknown:
         raise KeyError(f"not a chat output: {sorted(unknown)}")
     return tuple(values[name] if name in values else gr.skip() for name in CHAT_OUTPUTS)
+
+
+def page_preview(answer: str | None) -> Any:
+    """The preview under the panel: an answer that is an HTML page runs there, in a sandboxed frame
+    with no scripts (visualizer.sandboxed_preview), beside its highlighted code in the chat; any
+    other answer hides it."""
+    kind, code = extract_code(answer or "")
+    shown = kind == "html"
+    return gr.HTML(value=sandboxed_preview(code) if shown else "", visible=shown)
 
 
 # -- the conversation's world -----------------------------------------------------------------
@@ -270,7 +280,7 @@ class ChatHandlers:
                          conversation_id=conversation_id, world=world, trace=turn.view, tree=tree,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
                          status=turn.status(config, conversation_id, run.stop_requested),
-                         keep_end=gr.Button(visible=False))
+                         keep_end=gr.Button(visible=False), preview=page_preview(answer))
             if not turn.view.frames:
                 yield updates(**final)
                 return
@@ -387,7 +397,8 @@ class ChatHandlers:
         return updates(chatbot=[], panel=EMPTY_PANEL, history=[], conversation_id=None, world=world, trace=None,
                        world_page=page,
                        tree=None, scrubber=gr.Slider(visible=False), heatmap=None, commits=None,
-                       status="Started a new conversation.")
+                       status="Started a new conversation.", keep_end=gr.Button(visible=False),
+                       preview=page_preview(None))
 
     # -- after a run --------------------------------------------------------------------------
     def export(self, trace: TraceView | None) -> tuple[Any, str]:

@@ -200,7 +200,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                     export_btn = gr.Button("Export answer", elem_id="export", size="sm")
             export_files = gr.File(label="Exports (HTML replay, LaTeX, code)", file_count="multiple", elem_id="exports",
                                    interactive=False, visible=False)
-            export_preview = gr.HTML(elem_id="export-preview", visible=False)      # shown when there is one
+            # an HTML answer's page, sandboxed: shown when the answer is one (chat.page_preview) and by Export
+            export_preview = gr.HTML(elem_id="export-preview", visible=False)
             with gr.Accordion("The world: its shop and office pages", open=True, elem_id="chat-world-box"):
                 where = gr.Radio(WHERE_CHOICES, value=WORLD, label="Tools run in", elem_id="chat-where",
                                  info=WHERE_INFO)
@@ -220,7 +221,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     names = list(controls)
     shared = [conversation_id, world, tree, model, system, random_seed, where, *controls.values()]
     outputs = [chatbot, panel, history, conversation_id, world, trace, tree, scrubber, heatmap, commits, prompt,
-               status, world_page, keep_end_btn]
+               status, world_page, keep_end_btn, export_preview]
     submit = with_settings(chat.submit, "chat", names)
     regenerate = with_settings(chat.regenerate, "chat", names)
     edit = with_settings(chat.edit, "chat", names)
@@ -261,10 +262,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     # every pick steps one version, also a second click before the first one's update is back
     # (Gradio's default drops a click while the button's last event is pending)
-    version_go.click(chat.show_version, [version_pick, tree],
-                       [chatbot, history, world, tree, trace, panel, scrubber], api_visibility="private",
-                       trigger_mode="multiple", **QUIET).then(show_world, [world], [world, world_page],
-                                                              api_visibility="private", **QUIET)
+    version_go.click(chat.show_version, [version_pick, tree], [chatbot, history, world, tree, trace, panel, scrubber],
+                     api_visibility="private", trigger_mode="multiple", **QUIET).then(
+        show_world, [world], [world, world_page], api_visibility="private", **QUIET)
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,
     # world and model context.
     def new_chat(request: gr.Request) -> tuple:

@@ -26,3 +26,29 @@ def test_plain_answers_and_tool_cards_are_not_fenced():
                {"role": "assistant", "content": "x", "title": "Tool call: f()", "shown": "def f():\n    pass"}]
     contents = [m["content"] for m in chat_messages(history)]
     assert "```python" not in contents[0] and contents[1].count("```python") == 0
+
+
+def test_an_html_page_answer_also_runs_in_the_sandboxed_preview_and_other_answers_hide_it(tmp_path):
+    from app.chat import ChatHandlers
+    from tests.app.test_app_handlers import OUT, named, settled
+    from tests.e2e.app_fakes import fake_context
+    from tests.fakes import FakeDiffusionBackend
+
+    page = "<!DOCTYPE html><html><body><h1>Hi</h1><script>alert(1)</script></body></html>"
+    backend = FakeDiffusionBackend(page, name="fake-bd", max_length=2048)
+    context = fake_context(tmp_path, backends={"fake-bd": backend})
+    try:
+        chat = ChatHandlers(context, updates_per_second=1e9)
+        settings = named((128, 32, 32, "threshold", 0.9, 0.0, 0))
+        final = settled(list(chat.submit("a page please", [], None, None, None, "fake-bd", "", False,
+                                         settings=settings)))[-1]
+        preview = final[OUT["preview"]]
+        assert preview.visible and 'sandbox=""' in preview.value and "<iframe" in preview.value
+        assert "```html" in final[OUT["chatbot"]][-1]["content"]          # and its code, highlighted
+        backend.target = "Just words."
+        again = settled(list(chat.submit("and now words", final[OUT["history"]], final[OUT["conversation_id"]],
+                                         final[OUT["world"]], final[OUT["tree"]], "fake-bd", "", False,
+                                         settings=settings)))[-1]
+        assert not again[OUT["preview"]].visible
+    finally:
+        context.close()

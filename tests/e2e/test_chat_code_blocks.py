@@ -34,3 +34,27 @@ def test_a_python_answer_is_a_highlighted_code_block(browser, tmp_path):
         page.close()
     ctx.close()
     assert highlighted > 0                                 # the highlighter marked up the tokens
+
+
+PAGE = "<!DOCTYPE html><html><body><h1 id='hello'>Hello from the page</h1></body></html>"
+
+
+def test_an_html_answer_is_code_in_the_chat_and_a_sandboxed_page_beside_the_panel(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    model = FakeDiffusionBackend(PAGE, name="fake-bd", max_length=2048)
+    ctx = fake_context(tmp_path, backends={**fake_backends(), "fake-bd": model})
+    with running_app(ctx) as (_demo, url):
+        page = open_page(browser, url)
+        set_number(page, "#chat-pace-ms", "0")
+        set_number(page, "#chat-gen-length", "128")
+        page.locator("#prompt textarea").fill("Make me a page.")
+        page.locator("#send").click()
+        expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
+        expect(page.locator("#chatbot pre code").last).to_contain_text("<h1 id='hello'>")     # the code, as text
+        frame = page.locator("#export-preview iframe[sandbox='']")                          # no scripts, no origin
+        expect(frame).to_be_visible(timeout=20_000)
+        expect(page.frame_locator("#export-preview iframe").locator("#hello")).to_have_text("Hello from the page")
+        shot(page, "chat-html-preview")
+        page.close()
+    ctx.close()
