@@ -286,7 +286,10 @@ def build(ctx: AppContext) -> dict[str, Any]:
              "world": world, "tree": tree, "trace": trace, "system": system, "status": status,
              "panel": panel, "world_page": world_page, "show_world": show_world}
     resumed_in = [parts[name] for name in RESUME_OUTPUTS]
-    recent_open.click(said_in_status(recent.open, len(resumed_in), resumed_in.index(status)), [recent_pick], resumed_in,
+    def open_recent(choice: str | None, request: gr.Request) -> tuple:
+        return recent.open(choice, run_key(request, "chat"))
+
+    recent_open.click(said_in_status(open_recent, len(resumed_in), resumed_in.index(status)), [recent_pick], resumed_in,
                       api_visibility="private", **QUIET).then(show_world, [world], [world, world_page],
                                                               api_visibility="private", **QUIET)
     recent_rename.click(said_in_status(recent.rename, 3, 2), [recent_pick, recent_title],

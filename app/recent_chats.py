@@ -10,6 +10,7 @@ import gradio as gr
 
 from sessions import StoreError
 
+from .chat import STOP_WAIT_S
 from .live import markdown_safe
 from .messages import user_error
 from .resume import resumed
@@ -52,9 +53,12 @@ class RecentChats:
         except (TypeError, ValueError):
             raise user_error(f"'{choice}' is not a chat number.") from None
 
-    def open(self, choice: str | None) -> tuple:
-        """The picked chat in the tab, to go on with (app/resume.py RESUME_OUTPUTS)."""
+    def open(self, choice: str | None, key: tuple | None = None) -> tuple:
+        """The picked chat in the tab, to go on with (app/resume.py RESUME_OUTPUTS). An answer still
+        being generated in the tab (`key`: its run) is stopped and saved first, as New chat does."""
         cid = self._picked(choice, "open")
+        if key is not None:
+            self.ctx.runs.stop(key, discard=True, wait_s=STOP_WAIT_S)
         try:
             conversation = self._store().get_conversation(cid)
         except StoreError as exc:

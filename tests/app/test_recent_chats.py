@@ -3,6 +3,8 @@ with, renamed and deleted; every refusal a sentence in the status line, never an
 
 from __future__ import annotations
 
+import threading
+
 import gradio as gr
 import pytest
 
@@ -12,7 +14,7 @@ from app.resume import RESUME_OUTPUTS
 from app.saving import Exchange, save
 from app.widgets import said_in_status
 from sessions import TurnRecord
-from tests.app.test_app_handlers import OUT, ask
+from tests.app.test_app_handlers import OUT, ask, named
 from tests.e2e.app_fakes import fake_context
 
 STATUS = RESUME_OUTPUTS.index("status")
@@ -72,3 +74,21 @@ def test_refusals_are_sentences_in_the_status_line(ctx):
     assert "title is empty" in said_in_status(recent.rename, 3, 2)("1", "   ")[2]
     with pytest.raises(gr.Error):                        # the handler itself raises; the page's form says it
         recent.delete(None, None)
+
+
+def test_opening_a_chat_stops_and_saves_the_answer_being_generated(ctx):
+    first, = chats(ctx, "first question")
+    chat = ChatHandlers(ctx, updates_per_second=1e9)
+    ctx.registry.get("fake-bd").target = "abc " * 120
+    slow = named((512, 8, 8, "low_confidence", 0.9, 0.0, 0))            # one token per forward
+    stream = chat.submit("a long one", [], None, None, None, "fake-bd", "", False, settings=slow, key=("s", "chat"))
+    next(stream)
+    drawn = threading.Thread(target=lambda: list(stream))      # the server draws the turn meanwhile
+    drawn.start()
+    assert ctx.runs.running(("s", "chat"))
+    opened = dict(zip(RESUME_OUTPUTS, RecentChats(ctx).open(str(first), ("s", "chat"))))
+    drawn.join(timeout=30)
+    assert not drawn.is_alive() and not ctx.runs.running(("s", "chat")) and opened["conversation_id"] == first
+    stored = ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])
+    assert stored["title"] == "a long one"                                     # saved, as stopped
+    assert stored["turns"][-1]["generation"].stats.stop_reason == "cancelled"
