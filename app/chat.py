@@ -275,7 +275,8 @@ class ChatHandlers:
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             panel = turn.final_panel()
             tree = tree.answered(depth, Version(user, tuple(entries), before, world.clone(),
-                                                config.seed if config.temperature > 0 else None, turn.view, panel))
+                                                config.seed if config.temperature > 0 else None, turn.view, panel,
+                                                answer or ""))
             final = dict(chatbot=tree.messages(), panel=panel, history=tree.history(),
                          conversation_id=conversation_id, world=world, trace=turn.view, tree=tree,
                          scrubber=scrubber_for(turn.view) if turn.view.frames else gr.skip(),
@@ -377,17 +378,18 @@ class ChatHandlers:
     def show_version(self, pick: str, tree: ChatTree | None) -> tuple:
         """The page's pick of an answer's arrow ("depth:delta", app/chat_tree.py): that exchange's
         previous or next version shown, with the branch that follows it, its world (the model's
-        context follows it) and its answer's panel and trace. (chatbot, history, world, tree,
-        trace, panel, scrubber)"""
+        context follows it) and its answer's panel, trace and page preview. (chatbot, history,
+        world, tree, trace, panel, scrubber, preview)"""
         picked = parse_pick(pick)
         if tree is None or picked is None:
-            return (gr.skip(),) * 7
+            return (gr.skip(),) * 8
         tree = tree.moved(*picked)
         last = tree.path()[-1].shown
         trace = last.trace
         scrubber = scrubber_for(trace) if trace is not None and trace.frames else gr.Slider(visible=False)
         world = last.after.clone() if last.after is not None else gr.skip()
-        return tree.messages(), tree.history(), world, tree, trace, last.panel or EMPTY_PANEL, scrubber
+        return (tree.messages(), tree.history(), world, tree, trace, last.panel or EMPTY_PANEL, scrubber,
+                page_preview(last.answer))
 
     def new_chat(self, key: tuple = (None, "chat")) -> tuple:
         """Everything back to empty: the next message starts a new conversation, a new world and a

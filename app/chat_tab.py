@@ -262,7 +262,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
 
     # every pick steps one version, also a second click before the first one's update is back
     # (Gradio's default drops a click while the button's last event is pending)
-    version_go.click(chat.show_version, [version_pick, tree], [chatbot, history, world, tree, trace, panel, scrubber],
+    version_go.click(chat.show_version, [version_pick, tree],
+                     [chatbot, history, world, tree, trace, panel, scrubber, export_preview],
                      api_visibility="private", trigger_mode="multiple", **QUIET).then(
         show_world, [world], [world, world_page], api_visibility="private", **QUIET)
     # New chat and the Chatbot's clear icon: end any run (it is saved), then a new conversation,

@@ -37,6 +37,7 @@ class Version:
     seed: int | None = None            # the sampling seed, when it sampled (temperature > 0)
     trace: Any = None                  # its answer's TraceView (app/live.py), for the scrubber and Replay
     panel: str = ""                    # the live panel as the answer ended ("" when nothing was drawn)
+    answer: str = ""                   # the answer as the model wrote it (its page preview reads it)
     next: Fork | None = None           # the exchanges that followed this version
 
     def history(self) -> list[dict[str, Any]]:

@@ -223,10 +223,11 @@ def test_regenerate_keeps_versions_and_an_edit_branches_keeping_every_stored_tur
     third = settled(list(chat.regenerate(again[OUT["history"]], cid, again[OUT["world"]], again[OUT["tree"]],
                                          "fake-bd", "", False, settings=warm)))[-1]
     assert third[OUT["tree"]].root.items[2].seed != seeds[1]          # a new seed each time
-    shown, back, _world, older, trace, panel, _scrubber = chat.show_version("0:-1", third[OUT["tree"]])
-    shown, back, _world, older, trace, panel, _scrubber = chat.show_version("0:-1", older)
+    shown, back, _world, older, trace, panel, _scrubber, preview = chat.show_version("0:-1", third[OUT["tree"]])
+    shown, back, _world, older, trace, panel, _scrubber, preview = chat.show_version("0:-1", older)
     assert older.root.at == 0 and "version 1/3" in shown[-1]["content"] and back[-1] == history[-1]
     assert trace is final[OUT["trace"]] and panel == final[OUT["panel"]]    # the panel shows the version shown
+    assert not preview.visible                                          # not a page: no page preview
     # an edit of the message: a fourth version of the exchange, the edited text its message
     edited = settled(list(chat.edit((0, "Say hi, edited"), back, cid, _world, older, "fake-bd", "", False,
                                     settings=named(SETTINGS))))[-1]
@@ -234,7 +235,7 @@ def test_regenerate_keeps_versions_and_an_edit_branches_keeping_every_stored_tur
     assert edited[OUT["tree"]].root.at == 3 and "version 4/4" in edited[OUT["chatbot"]][-1]["content"]
     roles = [t["role"] for t in ctx.store.get_conversation(cid)["turns"]]
     assert roles == ["user", "assistant"] * 4
-    assert chat.show_version("not a pick", edited[OUT["tree"]]) == (gr.skip(),) * 7
+    assert chat.show_version("not a pick", edited[OUT["tree"]]) == (gr.skip(),) * 8
     with pytest.raises(gr.Error, match="no answer to regenerate"):
         list(chat.regenerate([], None, None, None, "fake-bd", "", False, settings=named(SETTINGS)))
 

@@ -50,5 +50,12 @@ def test_an_html_page_answer_also_runs_in_the_sandboxed_preview_and_other_answer
                                          final[OUT["world"]], final[OUT["tree"]], "fake-bd", "", False,
                                          settings=settings)))[-1]
         assert not again[OUT["preview"]].visible
+        # the page's exchange answered again in words, then browsed back: its page comes back too
+        words = settled(list(chat.regenerate(final[OUT["history"]], final[OUT["conversation_id"]],
+                                             final[OUT["world"]], final[OUT["tree"]], "fake-bd", "", False,
+                                             settings=settings)))[-1]
+        assert not words[OUT["preview"]].visible
+        back = chat.show_version("0:-1", words[OUT["tree"]])
+        assert back[-1].visible and 'sandbox=""' in back[-1].value
     finally:
         context.close()
