@@ -11,7 +11,7 @@ import gradio as gr
 from world.state import World
 
 from .cards import card_for, system_prompt_warning
-from .chat import ChatHandlers, updates
+from .chat import CHAT_OUTPUTS, ChatHandlers, updates
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
 from .conversation_world import (
@@ -220,8 +220,13 @@ def build(ctx: AppContext) -> dict[str, Any]:
                 commits = gr.Plot(label="Commits per forward", min_width=CHAT_PLOT_MIN_WIDTH)
     names = list(controls)
     shared = [conversation_id, world, tree, model, system, random_seed, where, *controls.values()]
-    outputs = [chatbot, panel, history, conversation_id, world, trace, tree, scrubber, heatmap, commits, prompt,
-               status, world_page, keep_end_btn, export_preview]
+    # the components handlers update, by the names of CHAT_OUTPUTS and RESUME_OUTPUTS: one mapping,
+    # so a handler's tuple and the page's components cannot disagree on an order
+    parts = {"model": model, "chatbot": chatbot, "panel": panel, "history": history, "conversation_id": conversation_id,
+             "world": world, "trace": trace, "tree": tree, "scrubber": scrubber, "heatmap": heatmap,
+             "commits": commits, "prompt": prompt, "status": status, "world_page": world_page, "system": system,
+             "keep_end": keep_end_btn, "preview": export_preview}
+    outputs = [parts[name] for name in CHAT_OUTPUTS]
     submit = with_settings(chat.submit, "chat", names)
     regenerate = with_settings(chat.regenerate, "chat", names)
     edit = with_settings(chat.edit, "chat", names)
@@ -283,10 +288,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
     recent = RecentChats(ctx)
     for trigger in (recent_box.expand, conversation_id.change):
         trigger(recent.listing, [recent_pick], [recent_pick], api_visibility="private", queue=False, **QUIET)
-    parts = {"model": model, "chatbot": chatbot, "history": history, "conversation_id": conversation_id,
-             "world": world, "tree": tree, "trace": trace, "system": system, "status": status,
-             "panel": panel, "world_page": world_page, "show_world": show_world}
     resumed_in = [parts[name] for name in RESUME_OUTPUTS]
+
     def open_recent(choice: str | None, request: gr.Request) -> tuple:
         return recent.open(choice, run_key(request, "chat"))
 
@@ -316,4 +319,4 @@ def build(ctx: AppContext) -> dict[str, Any]:
         None, None, None, js=focus_js("#prompt textarea"))
     schema_example.click(load_example, [controls["gen_length"], controls["block_size"]],
                          [schema, prompt, controls["gen_length"]], api_visibility="private", **QUIET)
-    return parts
+    return {**parts, "show_world": show_world}
