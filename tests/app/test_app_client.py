@@ -9,6 +9,7 @@ import time
 import pytest
 from gradio_client import Client
 
+from app.chat import CHAT_OUTPUTS
 from tests.e2e.app_fakes import fake_backends, fake_context, running_app
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
@@ -64,10 +65,16 @@ def test_a_chat_call_streams_several_updates_and_replays_from_the_store(app):
     live = [u[1] for u in updates if 'data-mode="live"' in u[1]]
     assert "dp-empty" in updates[0][1]                   # a run starts by clearing the last one's panel
     assert live and "dp-cell dp-mask" in live[0]
-    chatbot, panel, scrubber, heatmap, commits, _prompt, status, _world_page = final
+    # what a client gets: CHAT_OUTPUTS less the states the page keeps and the button it shows, in order
+    page_only = ("history", "conversation_id", "world", "trace", "tree", "keep_end")
+    shown = [name for name in CHAT_OUTPUTS if name not in page_only]
+    assert len(final) == len(shown)
+    final = dict(zip(shown, final))
+    chatbot, panel, scrubber, heatmap, commits, status = (final[n] for n in ("chatbot", "panel", "scrubber",
+                                                                              "heatmap", "commits", "status"))
     assert 'data-mode="done"' in panel and "saved as conversation" in status
     # the run's first update shows the world the calls run in, as its pages
-    assert "/apps/shop/?session=" in updates[0][-1]
+    assert "/apps/shop/?session=" in updates[0][shown.index("world_page")]
     assert chatbot[-1]["content"][0]["text"].startswith("Hi! &lt;img")
 
     conversation = ctx.store.list_conversations(kind="chat")[0]
