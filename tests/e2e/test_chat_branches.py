@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from tests.e2e.app_fakes import fake_backends, fake_context, running_app
+from tests.e2e.app_fakes import fake_backends, fake_context
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.test_first_contact import shot
-from tests.e2e.test_first_hour import open_page
+from tests.e2e.test_first_hour import app_page
 from tests.fakes import FakeDiffusionBackend
 
 pytestmark = BROWSER_MARKS
@@ -44,8 +44,7 @@ def test_an_edited_earlier_message_makes_a_branch_and_both_are_browsed_with_the_
     from playwright.sync_api import expect
 
     ctx = context(tmp_path)
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url)
+    with app_page(browser, ctx) as page:
         send(page, "first question")
         send(page, "second question")
         old_branch = panel_answer(page)
@@ -76,7 +75,6 @@ def test_an_edited_earlier_message_makes_a_branch_and_both_are_browsed_with_the_
         turns = ctx.store.get_conversation(ctx.store.list_conversations(kind="chat")[0]["id"])["turns"]
         assert [t["content"] for t in turns if t["role"] == "user"] == [
             "first question", "second question", "first, edited", "third question"]    # every version stored
-        page.context.close()
     ctx.close()
 
 
@@ -84,8 +82,7 @@ def test_every_message_has_its_own_copy_button(browser, tmp_path):
     from playwright.sync_api import expect
 
     ctx = context(tmp_path)
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url, permissions=["clipboard-read", "clipboard-write"])
+    with app_page(browser, ctx, permissions=["clipboard-read", "clipboard-write"]) as page:
         send(page, "first question")
         send(page, "second question")
         rows = page.locator("#chatbot .message-row")
@@ -107,5 +104,4 @@ def test_every_message_has_its_own_copy_button(browser, tmp_path):
                 break
             page.wait_for_timeout(100)
         assert copied == text
-        page.context.close()
     ctx.close()

@@ -13,6 +13,7 @@ keep the screenshots (each test takes its own).
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,6 +37,17 @@ def open_page(browser, url: str, size: str = "desktop", theme: str | None = None
     page.goto(url + (f"?__theme={theme}" if theme else ""))
     page.locator("#prompt textarea").wait_for(timeout=30_000)
     return page
+
+
+@contextmanager
+def app_page(browser, ctx, size: str = "desktop", **context):
+    """The app over `ctx`, served, and a page open on it (open_page); both closed at the end."""
+    with running_app(ctx) as (_demo, url):
+        page = open_page(browser, url, size, **context)
+        try:
+            yield page
+        finally:
+            page.context.close()
 
 
 def open_tab(page, name: str) -> None:

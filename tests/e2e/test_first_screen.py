@@ -6,10 +6,10 @@ scroll."""
 
 from __future__ import annotations
 
-from tests.e2e.app_fakes import fake_context, running_app
+from tests.e2e.app_fakes import fake_context
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.test_first_contact import choose, shot
-from tests.e2e.test_first_hour import open_page
+from tests.e2e.test_first_hour import app_page
 
 pytestmark = BROWSER_MARKS
 WINDOW = {"width": 1440, "height": 960}
@@ -30,8 +30,7 @@ def test_chat_fits_and_the_streaming_answer_stays_in_sight(browser, tmp_path):
     from playwright.sync_api import expect
 
     ctx = fake_context(tmp_path, delay_s=0.15)             # slow forwards: the answer is watched streaming
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url)
+    with app_page(browser, ctx) as page:
         page.wait_for_timeout(1_000)                      # the world's page lays out in its frame
         assert page_height(page) <= CHAT_MOST_PX, page_height(page)
         page.locator("#chat-examples button").first.click()
@@ -45,7 +44,6 @@ def test_chat_fits_and_the_streaming_answer_stays_in_sight(browser, tmp_path):
         expect(page.locator("#chat-status")).to_contain_text("saved", timeout=30_000)
         for part in ("#prompt textarea", "#chatbot .message-row", "#live-panel", "#chat-status"):
             assert in_window(page, part), part
-        page.context.close()
     ctx.close()
 
 
@@ -53,8 +51,7 @@ def test_settings_show_what_the_chosen_sampler_reads(browser, tmp_path):
     from playwright.sync_api import expect
 
     ctx = fake_context(tmp_path)
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url)
+    with app_page(browser, ctx) as page:
         shown = {"prefix_threshold": {"threshold"}, "entropy_bounded": {"entropy_bound"}, "factor": {"factor"},
                  "joint_threshold": {"threshold", "edit_threshold", "max_post_steps"}, "low_confidence": set()}
         every = ("threshold", "factor", "entropy_bound", "edit_threshold", "max_post_steps")
@@ -73,7 +70,6 @@ def test_settings_show_what_the_chosen_sampler_reads(browser, tmp_path):
         page.locator("#chat-more-settings").get_by_text("More settings").first.click()
         for name in ("top-k", "top-p", "seed", "pace-ms", "remask", "cache", "preset", "random-seed"):
             expect(page.locator(f"#chat-{name}")).to_be_visible()
-        page.context.close()
     ctx.close()
 
 
@@ -81,8 +77,7 @@ def test_compare_shows_race_and_both_answers_on_the_first_screen(browser, tmp_pa
     from playwright.sync_api import expect
 
     ctx = fake_context(tmp_path)
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url)
+    with app_page(browser, ctx) as page:
         page.get_by_role("tab", name="Compare").click()
         assert in_window(page, "#race")
         page.locator("#compare-prompt textarea").fill("Say hi")
@@ -92,5 +87,4 @@ def test_compare_shows_race_and_both_answers_on_the_first_screen(browser, tmp_pa
             assert in_window(page, f"#{side} .dp-answer-text"), side
         assert in_window(page, "#race")
         shot(page, "compare-first-screen")
-        page.context.close()
     ctx.close()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from tests.e2e.app_fakes import fake_context, running_app
+from tests.e2e.app_fakes import fake_context
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.test_chat_branches import send, users
 from tests.e2e.test_first_contact import shot
-from tests.e2e.test_first_hour import open_page
+from tests.e2e.test_first_hour import app_page
 
 pytestmark = BROWSER_MARKS
 
@@ -31,8 +31,7 @@ def test_a_recent_chat_is_opened_continued_renamed_and_another_deleted(browser, 
     from playwright.sync_api import expect
 
     ctx = fake_context(tmp_path)
-    with running_app(ctx) as (_demo, url):
-        page = open_page(browser, url)
+    with app_page(browser, ctx) as page:
         send(page, "first question")
         page.locator("#new-chat").click()
         expect(page.locator("#chatbot")).not_to_contain_text("first question")
@@ -60,5 +59,4 @@ def test_a_recent_chat_is_opened_continued_renamed_and_another_deleted(browser, 
         expect(page.locator(".toast-body.error, .modal")).to_have_count(0)
         assert users(page) == ["first question", "a follow-up"]  # the chat stayed in sight throughout
         shot(page, "recent-chats")
-        page.context.close()
     ctx.close()
