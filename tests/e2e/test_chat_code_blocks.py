@@ -4,6 +4,8 @@ screenshot."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.app_fakes import fake_backends, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
@@ -11,26 +13,29 @@ from tests.e2e.test_first_contact import open_page, shot
 from tests.fakes import FakeDiffusionBackend
 
 pytestmark = BROWSER_MARKS
-CODE = 'def reverse(text):\n    """<b>not bold</b>"""\n    return text[::-1]'
+PYTHON = 'def reverse(text):\n    """<b>not bold</b>"""\n    return text[::-1]'
+LATEX = "\\documentclass{article}\n\\begin{document}\n<b>not bold</b> $x^2$\n\\end{document}"
 
 
-def test_a_python_answer_is_a_highlighted_code_block(browser, tmp_path):
+@pytest.mark.parametrize("code, last_line", [(PYTHON, "return text[::-1]"), (LATEX, "\\end{document}")],
+                         ids=["python", "latex"])
+def test_a_code_answer_is_a_highlighted_code_block(browser, tmp_path, code, last_line):
     from playwright.sync_api import expect
 
-    ctx = fake_context(tmp_path, backends={**fake_backends(), "fake-bd": FakeDiffusionBackend(CODE, name="fake-bd")})
+    ctx = fake_context(tmp_path, backends={**fake_backends(), "fake-bd": FakeDiffusionBackend(code, name="fake-bd")})
     with running_app(ctx) as (_demo, url):
         page = open_page(browser, url)
         set_number(page, "#chat-pace-ms", "0")
-        page.locator("#prompt textarea").fill("Write a Python function that reverses a string.")
+        page.locator("#prompt textarea").fill("Write it as code.")
         page.locator("#send").click()
         expect(page.locator("#chat-status")).to_contain_text("forwards", timeout=60_000)
         block = page.locator("#chatbot pre code").last
-        expect(block).to_contain_text("return text[::-1]")
+        expect(block).to_contain_text(last_line)
         expect(block).to_contain_text("<b>not bold</b>")                      # markup shown as text
         assert page.locator("#chatbot pre code b").count() == 0
         highlighted = block.evaluate("code => code.querySelectorAll('span[class]').length")
         block.scroll_into_view_if_needed()
-        shot(page, "chat-code-block")
+        shot(page, f"chat-code-block-{last_line[:3]}")
         page.close()
     ctx.close()
     assert highlighted > 0                                 # the highlighter marked up the tokens

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from visualizer.code_export import PREVIEW_CSP, extract_code, sandboxed_preview
+from visualizer.code_export import PREVIEW_CSP, extract_code, fenced_code, sandboxed_preview
 
 PAGE = "<!DOCTYPE html>\n<html><head><title>x</title></head><body><h1>Hi</h1></body></html>"
 TEX = "\\documentclass{article}\n\\begin{document}\nHi\n\\end{document}"
@@ -45,3 +45,18 @@ def test_preview_is_sandboxed_and_escaped():
 def test_preview_without_head_gets_csp_in_front():
     decoded = html.unescape(re.search(r'srcdoc="([^"]*)"', sandboxed_preview("<p>hi</p>")).group(1))
     assert decoded.startswith("<meta http-equiv=") and decoded.endswith("<p>hi</p>")
+
+
+TEX = "\\documentclass{article}\n\\begin{document}\n$x^2$\n\\end{document}"
+
+
+@pytest.mark.parametrize("answer, expected", [
+    (f"Here it is:\n{TEX}\nDone.", f"Here it is:\n\n```latex\n{TEX}\n```\n\nDone."),   # fenced where it stands
+    ("<!DOCTYPE html><html><b>hi</b></html>", "```html\n<!DOCTYPE html><html><b>hi</b></html>\n```"),
+    ("def f(x):\n    return x", "```python\ndef f(x):\n    return x\n```"),              # Python from line 1
+    ("def is a keyword.", "def is a keyword."),                    # one line of prose is not a program
+    ("```python\nx = 1\n```", "```python\nx = 1\n```"),          # an existing fence is kept as written
+    ("The total is 2241.", "The total is 2241."),
+])
+def test_fenced_code_draws_code_answers_as_fenced_blocks(answer, expected):
+    assert fenced_code(answer) == expected
