@@ -72,6 +72,42 @@ def api_refusal(args: argparse.Namespace) -> str | None:
     return None
 
 
+SERVED_WITHIN_S = 60.0
+
+
+def own_start_check(demo) -> dict[str, bool]:
+    """launch() keywords that turn off Gradio's check of its own page, which serve() makes itself
+    (wait_served). Gradio's check is one HEAD request with a 3 s timeout, and a timeout ends the
+    start at once with "When localhost is not accessible, a shareable link must be created": a
+    busy machine fails to start (seen in an e2e test at a load of 9 on 2 cores, where the same
+    HEAD usually takes 0.2 s). The switch is launch()'s private `_frontend` (gradio 6,
+    blocks.py); when a Gradio release drops it, its own check stays on."""
+    import inspect
+
+    return {"_frontend": False} if "_frontend" in inspect.signature(demo.launch).parameters else {}
+
+
+def wait_served(url: str, within_s: float = SERVED_WITHIN_S) -> None:
+    """Return once `url` answers 200, asking again after each timeout or refusal; after
+    `within_s`, say so in a sentence."""
+    import time
+
+    import httpx
+
+    deadline, last = time.monotonic() + within_s, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            answer = httpx.head(url, timeout=10)
+            if answer.status_code == 200:
+                return
+            last = f"status {answer.status_code}"
+        except httpx.HTTPError as error:
+            last = type(error).__name__
+        time.sleep(0.25)
+    raise RuntimeError(f"The playground's page at {url} did not answer within {within_s:.0f} s ({last}); "
+                       "is something on this machine blocking connections to it?")
+
+
 def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None, allow_hosts=(),
           allowed_origins=()) -> str:
     """Launch a built app (shared with the tests); returns its local URL. With `ctx` and `api`
@@ -96,7 +132,9 @@ def serve(demo, host: str, port: int, block: bool = True, ctx=None, api=None, al
     settings = api if api is not None else SimpleNamespace(allowed_origins=tuple(allowed_origins), api_key=None)
     middleware = page_middleware(mounted, host_names(host, allow_hosts), settings)
     server, url, _share = demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True,
-                                      run_history=False, app_kwargs={"middleware": middleware}, **launch_kwargs())
+                                      run_history=False, app_kwargs={"middleware": middleware}, **launch_kwargs(),
+                                      **own_start_check(demo))
+    wait_served(url)
     if not quiet_gradio_cors(server):
         raise RuntimeError("Gradio's CORS middleware was not found; app/origin_policy.py needs updating.")
     try:

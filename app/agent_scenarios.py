@@ -2,8 +2,9 @@
 
   office-six   six office requests in a row in one world (world/office_six.py, the held-out set's
                first chain), each graded as a task
-  black-shirt  a held-out guest checkout: the shop sells shirts (world/entities.py), and this
-               world has a black shirt in size L in stock
+  black-shirt  a held-out guest checkout: this world has a black shirt in size L in stock (the
+               seed's T-shirt demo, world.task_sets.seed_demo_task, waits for weights trained on
+               T-shirts: the shipped twins have never seen one)
 
 A conversation shows in the tab as one task: its requests' instructions in order, and its world.
 """

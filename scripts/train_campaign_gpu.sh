@@ -20,21 +20,21 @@ shards=${SHARDS:-8}
 rows=${ROWS:-60000}        # single requests in all, split over the shards
 talks=${TALKS:-24000}      # conversations in all
 export SPROUT_TRITON=0     # training and validation on the torch kernels (the Triton ones are forward-only)
-corpus=data/corpus-train-v10-sharded.jsonl
+corpus=data/corpus-train-v11-sharded.jsonl   # v11: T-shirts in 1/11 of the styled requests (issue 49)
 if [ ! -f $corpus ]; then
   mkdir -p data
   for i in $(seq 0 $((shards - 1))); do
     # seeds 100+i: shards never share a transcript; the held-out values stay out either way
     $PY -m training.corpus --split train --phrasing train --n $((rows / shards)) \
-      --conversations $((talks / shards)) --seed $((100 + i)) --out data/shard-$i.jsonl &
+      --conversations $((talks / shards)) --seed $((100 + i)) --tee-share 0.09 --out data/shard-$i.jsonl &
   done
   wait
   cat data/shard-*.jsonl > $corpus.tmp && mv $corpus.tmp $corpus && rm -f data/shard-*.jsonl
 fi
 common=(--preset gpu --device "$device" --corpus $corpus --eval-every 100000 --agent-tasks 0 --select last
         --row-colour-weight 0.1 --row-match-weight 0.1 --decision-weight 4 --lr "${LR:-5e-4}" --warmup 50)
-$PY -m training.train --twin bd --init-from models/sprout-bd --out runs/out/sprout-bd-$stage-gpu \
+$PY -m training.train --twin bd --init-from "${INIT_BD:-models/sprout-bd}" --out runs/out/sprout-bd-$stage-gpu \
   --minutes "$bd_min" "${common[@]}"
 bd_steps=$($PY -c "import json; print(json.load(open('runs/out/sprout-bd-$stage-gpu/training.json'))['step'])")
-$PY -m training.train --twin ar --init-from models/sprout-ar --out runs/out/sprout-ar-$stage-gpu \
+$PY -m training.train --twin ar --init-from "${INIT_AR:-models/sprout-ar}" --out runs/out/sprout-ar-$stage-gpu \
   --max-steps "$bd_steps" "${common[@]}"

@@ -44,7 +44,15 @@ from world import conversations
 from world.format import render_call, render_chat, render_response, system_prompt
 from world.grammar import PHRASINGS
 from world.oracle import Call
-from world.tasks import ALL_INTENTS, DOC_INTENTS, EXTRA_INTENTS, PHRASING_INTENTS, build_task, task_seeds
+from world.tasks import (
+    ALL_INTENTS,
+    DOC_INTENTS,
+    EXTRA_INTENTS,
+    PHRASING_INTENTS,
+    STYLED_INTENTS,
+    build_task,
+    task_seeds,
+)
 
 
 def transcript_messages(task: dict[str, Any], steps: list[tuple[Call, Any]], final: Call | None,
@@ -76,12 +84,15 @@ def check_phrasing(split: str, phrasing: str) -> None:
 
 
 def corpus_lines(split: str, n: int, seed: int, intents: list[str] | None = None, system: str | None = None,
-                 detour_share: float = DETOUR_SHARE, phrasing: str = "template"):
-    """Yield the corpus records one by one."""
+                 detour_share: float = DETOUR_SHARE, phrasing: str = "template", tee_share: float = 0.0):
+    """Yield the corpus records one by one. `tee_share` of the requests that name a style
+    (STYLED_INTENTS) ask for T-shirts, which random worlds never stock (world/entities.py
+    DRAWN_STYLES); 1/11 makes them as common as each of the other ten styles."""
     check_phrasing(split, phrasing)
     prompt = system_prompt(system)
     for intent, task_seed in task_seeds(split, n, seed, intents or default_intents(phrasing)):
-        task, steps, final = build_task(intent, split, task_seed, phrasing)
+        tee = intent in STYLED_INTENTS and random.Random(f"tee:{intent}:{task_seed}").random() < tee_share
+        task, steps, final = build_task(intent, split, task_seed, phrasing, style="t-shirt" if tee else None)
         rng = random.Random(f"detour:{task['id']}")
         wrong = None
         if rng.random() < detour_share:
@@ -132,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="system turn to put in every transcript (default none)")
     parser.add_argument("--detour-share", type=float, default=DETOUR_SHARE,
                         help=f"share of the search-and-add transcripts given a detour (default {DETOUR_SHARE})")
+    parser.add_argument("--tee-share", type=float, default=0.0,
+                        help="share of the requests that name a style asked about T-shirts (default 0; 0.09 makes "
+                             "them as common as each other style)")
     args = parser.parse_args(argv)
     intents = [i.strip() for i in args.intents.split(",") if i.strip()] or None
     known = default_intents(args.phrasing)
@@ -146,13 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n and --conversations must not be negative, and together at least 1")
     if not 0.0 <= args.detour_share <= 1.0:
         parser.error("--detour-share must be between 0 and 1")
+    if not 0.0 <= args.tee_share <= 1.0:
+        parser.error("--tee-share must be between 0 and 1")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     lengths = []
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as handle:
         system = None if args.system == "none" else args.system
-        singles = corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing)
+        singles = corpus_lines(args.split, args.n, args.seed, intents, system, args.detour_share, args.phrasing,
+                               args.tee_share)
         talks = conversation_lines(args.split, args.conversations, args.seed, system, args.phrasing)
         for record in mixed_lines(singles, talks, args.seed) if args.conversations else singles:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

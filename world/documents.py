@@ -54,10 +54,10 @@ def _resume_slots(rng: random.Random, split: str) -> dict[str, Any]:
 
 
 def _page_slots(rng: random.Random, split: str) -> dict[str, Any]:
-    styles = rng.sample(entities.STYLES, rng.randint(2, 3))
+    styles = rng.sample(entities.DRAWN_STYLES, rng.randint(2, 3))
     item_list = [f"{rng.choice(entities.COLORS)} {s}" for s in styles]
     href, label = rng.choice(entities.LINKS)
-    heading = f"{rng.choice(entities.COLORS).title()} {entities.plural(rng.choice(entities.STYLES))}"
+    heading = f"{rng.choice(entities.COLORS).title()} {entities.plural(rng.choice(entities.DRAWN_STYLES))}"
     return {"title": rng.choice(entities.PAGE_TOPICS), "heading": heading, "text": rng.choice(entities.PAGE_TEXTS),
             "item_list": item_list, "items": ", ".join(item_list), "href": href, "label": label}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from functools import cache
 
 from world.phrasebook import BOOKS, CITIES, COUNTRIES
@@ -48,7 +49,17 @@ TRAIN_ONLY_STREETS = (
     "Beacon", "Copper", "Falcon", "Granite", "Juniper", "Lantern", "Marble", "Nutmeg", "Osprey", "Pebble",
 )
 
-STYLES = ("hoodie", "jacket", "sweater", "shirt", "dress", "skirt", "coat", "cap", "belt", "vest")
+STYLES = ("hoodie", "jacket", "sweater", "shirt", "dress", "skirt", "coat", "cap", "belt", "vest", "t-shirt")
+# The styles a random world or scenario draws from: the ten the committed task sets were made
+# with, so every seeded world and set stays as it was. T-shirts (issue 49) enter a world through a
+# task that names its style (world.tasks.build_task's `style`, the T-shirt check set) or a setup
+# that stocks every style (the Chat's world, app/conversation_world.py).
+DRAWN_STYLES = STYLES[:10]
+# How else people write a style. The style's own word is the catalogue's and the search's; the
+# search reads these spellings as it (world.tools), and requests in the grammar's phrasings and in
+# the templates say them (style_said). "t shirt" must not find shirts, so spellings are matched as
+# phrases before the query is split into words.
+STYLE_SPELLINGS = {"t-shirt": ("T-shirt", "tee", "t shirt", "tshirt")}
 # Clothes the shop never sells, for requests people make anyway ("a navy raincoat"): the search
 # finds nothing and the answer says so. Values like any other, so some are held out; each takes
 # "a" and a plain "s" plural.
@@ -146,6 +157,29 @@ def street_of(address: str) -> str:
 
 def plural(style: str) -> str:
     return PLURALS.get(style, style + "s")
+
+
+def style_said(style: str, rng: random.Random) -> str:
+    """The style as a request writes it: its own word, or one of its spellings. A style without
+    spellings draws nothing, so the random streams of requests about the other styles stay as
+    they were before T-shirts came."""
+    spellings = STYLE_SPELLINGS.get(style)
+    return rng.choice((style, *spellings)) if spellings else style
+
+
+def _spelling_pattern() -> re.Pattern:
+    spelled = sorted({w for words in STYLE_SPELLINGS.values() for w in words}, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in spelled) + r")(s?)(?![\w-])", re.IGNORECASE)
+
+
+_SPELLED = _spelling_pattern()
+_STYLE_OF = {w.lower(): style for style, words in STYLE_SPELLINGS.items() for w in words}
+
+
+def in_catalogue_words(text: str) -> str:
+    """`text` lower-cased, each spelling of a style replaced by the style's own word, plurals
+    kept: "Black Tees" -> "black t-shirts", "a t shirt" -> "a t-shirt"."""
+    return _SPELLED.sub(lambda m: _STYLE_OF[m.group(1).lower()] + m.group(2).lower(), text).lower()
 
 
 def email_for(name: str) -> str:

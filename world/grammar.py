@@ -73,7 +73,7 @@ def money(amount: Any, rng: random.Random) -> str:
 
 
 def _item(slots: dict[str, Any], rng: random.Random) -> str:
-    color, style, qty = slots["color"], slots["style"], slots["qty"]
+    color, style, qty = slots["color"], entities.style_said(slots["style"], rng), slots["qty"]
     if qty == 1:
         return rng.choice((f"a {color} {style}", f"one {color} {style}", f"a single {color} {style}"))
     count, styles = number(qty, rng), entities.plural(style)
@@ -125,7 +125,7 @@ def slot_text(key: str, slots: dict[str, Any], rng: random.Random, phrasing: str
     if key == "item":
         return _item(slots, rng)
     if key == "styles":
-        return entities.plural(slots["style"])
+        return entities.plural(entities.style_said(slots["style"], rng))
     if key == "sizep":
         return rng.choice(("size {}", "in size {}", "in {}", "in a size {}", "size {}")).format(slots["size"])
     if key == "amount":
@@ -272,9 +272,11 @@ def outside_instruction(kind: str, slots: dict[str, Any], phrasing: str, rng: ra
 
 
 # -- what the tests look for -----------------------------------------------------------------
+# a style is a word, or a T-shirt as people write it ("T-shirt", "t shirt": entities.STYLE_SPELLINGS)
 SLOT_PATTERNS = {"name": r"[A-Za-z']+ [A-Za-z']+", "course": r"[A-Z]{3}\d", "activity": r"A\d{3}",
-                 "email": r"\S+@\S+", "size": r"(?:XS|S|M|L|XL)", "color": r"[a-z]+", "style": r"[a-z]+",
-                 "styles": r"[a-z]+", "country": r"[A-Z][a-z]+", "city": r"[A-Z][a-z]+"}
+                 "email": r"\S+@\S+", "size": r"(?:XS|S|M|L|XL)", "color": r"[a-z]+",
+                 "style": r"(?:t[- ]?shirt|[a-z]+)", "styles": r"(?:t[- ]?shirts|[a-z]+)",
+                 "country": r"[A-Z][a-z]+", "city": r"[A-Z][a-z]+"}
 
 
 def frame_regex(pattern: str) -> str:

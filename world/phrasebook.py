@@ -197,6 +197,8 @@ FRAMES: dict[str, tuple[Frame, ...]] = {
         ("need", "first", "{details} - <want> {item} {sizep}, <checkout> <guest>.", T),
         ("terse", "last", "<buy> {item} {size} <guest> {details}", T),
         ("polite", "last", "Would you <buy> {item} {sizep} for me <guest>? {details}.", T),
+        # the seed's demo sentence, as a person says it (issue 49)
+        ("imp", "colon", "Find me {item} {sizep}, add it to the cart, and check out as a guest: {details}.", T),
     ),
     "customer": (
         ("imp", "last", "<lookup> <customer> {name}.", T),

@@ -127,7 +127,8 @@ def _background(seed: int, split: str) -> World:
         options = entities.sizes_for(color, split)
         chosen = rng.sample(options, min(len(options), rng.randint(1, 3)))
         sizes = tuple(s for s in entities.SIZES if s in chosen)
-        world.products[world.new_id("product")] = random_product(rng, split, rng.choice(entities.STYLES), color, sizes)
+        style = rng.choice(entities.DRAWN_STYLES)
+        world.products[world.new_id("product")] = random_product(rng, split, style, color, sizes)
     names: set[str] = set()
     for _ in range(BACKGROUND["customers"]):
         name = entities.pick(rng, "name", split, avoid=names)

@@ -17,9 +17,11 @@ from world.tasks import (
     AGENT_INTENTS,
     DOC_INTENTS,
     PHRASING_INTENTS,
+    STYLED_INTENTS,
     UNKNOWN_INTENT,
     generate_tasks,
     make_task,
+    task_seeds,
 )
 
 HELDOUT_PATH = Path(__file__).with_name("heldout_tasks.json")
@@ -108,11 +110,47 @@ def make_absent_set(n: int = ABSENT_SIZE, seed: int = ABSENT_SEED, intent: str =
     return tasks
 
 
+# -- T-shirts (issue 49): the style the committed sets never draw, measured on a set of its own --
+TSHIRTS_PATH = Path(__file__).with_name("heldout_tshirts.json")
+TSHIRTS_SIZE, TSHIRTS_SEED = 20, 449
+TSHIRT = "t-shirt"
+# The seed's demo as the person says it; the name, email and address are the task's (held out).
+SEED_DEMO = ("Find me a black T-shirt in size L, add it to the cart, and check out as a guest: "
+             "{name}, {email}, {address}.")
+
+
+def make_tshirt_set(n: int = TSHIRTS_SIZE, seed: int = TSHIRTS_SEED) -> list[dict[str, Any]]:
+    """T-shirt requests of every shop intent that names a style (find, add, near miss, out of
+    stock, buy) on held-out values, in balanced rounds of those intents, alternately in the
+    templates' and the held-out wording."""
+    phrasings = ("template", "heldout")
+    return [make_task(intent, "heldout", task_seed, phrasings[k % 2], style=TSHIRT)
+            for k, (intent, task_seed) in enumerate(task_seeds("heldout", n, seed, STYLED_INTENTS))]
+
+
+def tshirt_validation_tasks(n: int, seed: int = TSHIRTS_SEED + 1) -> list[dict[str, Any]]:
+    """`n` T-shirt tasks drawn as the check set's, none of its tasks."""
+    benchmark = {t["id"] for t in load_heldout_tasks(TSHIRTS_PATH)}
+    return [t for t in make_tshirt_set(2 * n, seed) if t["id"] not in benchmark][:n]
+
+
+def seed_demo_task() -> dict[str, Any]:
+    """The seed's demo: the first held-out T-shirt purchase (from seed 0 up) of one black T-shirt
+    in size L (a held-out colour x size), asked in the seed's own words."""
+    for task_seed in range(10_000):
+        task = make_task("shop_buy", "heldout", task_seed, style=TSHIRT)
+        slots = task["slots"]
+        if (slots["color"], slots["size"], slots["qty"]) == ("black", "L", 1):
+            return {**task, "id": f"seed-demo-{task_seed}", "instruction": SEED_DEMO.format(**slots)}
+    raise LookupError("no held-out seed below 10,000 draws one black T-shirt in size L")
+
+
 # name -> (the benchmark's tasks, n validation tasks of the same kind)
 TASK_SETS: dict[str, tuple[Callable[[], list[dict]], Callable[[int], list[dict]]]] = {
     "templates": (load_heldout_tasks, validation_tasks),
     "phrasing": (lambda: load_heldout_tasks(PHRASING_PATH), phrasing_validation_tasks),
     "words": (make_words_set, lambda n: generate_tasks("heldout", n, WORDS_SEED + 1, PHRASING_INTENTS, "words")),
+    "tshirts": (lambda: load_heldout_tasks(TSHIRTS_PATH), lambda n: tshirt_validation_tasks(n)),
 }
 
 
@@ -132,3 +170,4 @@ if __name__ == "__main__":  # python -m world.task_sets: rewrite the committed s
     write_task_list(make_phrasing_set(), PHRASING_PATH)
     write_task_list(make_absent_set(), ABSENT_PATH)
     write_task_list(make_absent_set(seed=UNKNOWN_SEED, intent=UNKNOWN_INTENT), UNKNOWN_PATH)
+    write_task_list([seed_demo_task(), *make_tshirt_set()], TSHIRTS_PATH)

@@ -43,11 +43,14 @@ def _item(qty: int, color: str, style: str) -> str:
     return f"a {color} {style}" if qty == 1 else f"{qty} {color} {entities.plural(style)}"
 
 
-def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
-    """kind: exact (one full match), oos (two; the first listed is out of stock), none (only near misses)."""
+def _shop(world: World, rng: random.Random, kind: str, style: str | None = None) -> Scenario:
+    """kind: exact (one full match), oos (two; the first listed is out of stock), none (only near
+    misses). `style`: the style asked for, else one drawn. A style is drawn either way, so a
+    task that names one is its seed's task with that style, and the stream goes on the same."""
     split = world.split
     color, size = entities.pick(rng, "combo", split).split("|")
-    style, qty = rng.choice(entities.STYLES), rng.randint(1, 3)
+    drawn, qty = rng.choice(entities.DRAWN_STYLES), rng.randint(1, 3)
+    style = style or drawn
     setup: dict[str, Any] = {}
     other_sizes = [s for s in entities.SIZES if s != size and _allowed(color, s, split)]
     exact = []
@@ -64,7 +67,8 @@ def _shop(world: World, rng: random.Random, kind: str) -> Scenario:
     colors = [c for c in entities.COLORS if c != color and _allowed(c, size, split)]
     for near in rng.sample(colors, rng.randint(1, 2)):  # right size, wrong colour
         _add_product(world, rng, setup, style, near, {size: rng.randint(1, 6)})
-    return {"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style)}, setup
+    item = _item(qty, color, entities.style_said(style, rng))
+    return {"style": style, "color": color, "size": size, "qty": qty, "item": item}, setup
 
 
 def _absent(world: World, rng: random.Random) -> Scenario:
@@ -72,12 +76,12 @@ def _absent(world: World, rng: random.Random) -> Scenario:
     styles out), asked for in "look" wording (find / do you have) or "act" wording (add to my
     cart): the search returns [] and the honest answer is the near miss's sentence."""
     stocked = {p["style"] for p in world.products.values()}
-    style = rng.choice([s for s in entities.STYLES if s not in stocked])
+    style = rng.choice([s for s in entities.DRAWN_STYLES if s not in stocked])
     color, size = entities.pick(rng, "combo", world.split).split("|")
     wording = rng.choice(ABSENT_WORDINGS)
     qty = 1 if wording == "look" else rng.randint(1, 3)
-    return ({"style": style, "color": color, "size": size, "qty": qty, "item": _item(qty, color, style),
-             "wording": wording}, {})
+    return ({"style": style, "color": color, "size": size, "qty": qty,
+             "item": _item(qty, color, entities.style_said(style, rng)), "wording": wording}, {})
 
 
 def _unknown(world: World, rng: random.Random) -> Scenario:
@@ -132,8 +136,8 @@ def shop_missing_info(world: World, rng: random.Random) -> Scenario:
     return _guest(world, rng, missing=rng.choice(("name", "email", "address"))), _filled_cart(world, rng)
 
 
-def shop_buy(world: World, rng: random.Random) -> Scenario:
-    slots, setup = _shop(world, rng, "exact")
+def shop_buy(world: World, rng: random.Random, style: str | None = None) -> Scenario:
+    slots, setup = _shop(world, rng, "exact", style)
     return {**slots, **_guest(world, rng)}, setup
 
 
@@ -210,6 +214,20 @@ INTENTS: dict[str, tuple[str, Callable[[World, random.Random], Scenario]]] = {
     "office_missing_info": ("office", office_missing_info),
 }
 AGENT_INTENTS = tuple(INTENTS)
+# The intents whose request names a style: build_task(..., style=) asks them for that one.
+SHOP_KINDS = {"shop_find": "exact", "shop_add": "exact", "shop_near_miss": "none", "shop_out_of_stock": "oos"}
+STYLED_INTENTS = (*SHOP_KINDS, "shop_buy")
+
+
+def _styled(intent: str, style: str) -> Callable[[World, random.Random], Scenario]:
+    """The scenario of `intent` about products of `style` (a T-shirt: issue 49)."""
+    if style not in entities.STYLES:
+        raise ValueError(f"Unknown style {style!r}; choose one of {', '.join(entities.STYLES)}.")
+    if intent == "shop_buy":
+        return lambda world, rng: shop_buy(world, rng, style)
+    if intent in SHOP_KINDS:
+        return lambda world, rng: _shop(world, rng, SHOP_KINDS[intent], style)
+    raise ValueError(f"{intent} names no style; a style can be given to {', '.join(STYLED_INTENTS)}.")
 # A product the shop does not stock at all. A training-corpus intent (training/corpus.py
 # default_intents), kept out of AGENT_INTENTS and PHRASING_INTENTS so that the committed sets and
 # the validation draws built from those stay as they are; measured on its own check set below.
@@ -298,23 +316,27 @@ def phrase(intent: str, slots: dict[str, Any], phrasing: str, rng: random.Random
     return grammar.instruction(template_key(intent, slots), values, phrasing, rng, noise)
 
 
-def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
+def build_task(intent: str, split: str, seed: int, phrasing: str = "template", style: str | None = None,
                ) -> tuple[dict[str, Any], list[tuple[Call, Any]], Call | None]:
     """A task and its oracle trajectory ([(call, response)], finish call); documents have none.
 
     phrasing: "template" (the old templates, the committed benchmark's wording) or a grammar
     phrasing (grammar.PHRASINGS). The scenario (world, entities, gold) is the same for every
     phrasing of one (intent, split, seed); the wording comes from a random stream of its own.
-    Documents keep their templates whatever the phrasing.
+    Documents keep their templates whatever the phrasing. `style` asks a shop intent
+    (STYLED_INTENTS) for products of that style; its id ends in the style.
     """
     if split not in entities.SPLITS:
         raise ValueError(f"Unknown split {split!r}; choose train or heldout.")
     if phrasing not in grammar.PHRASINGS:
         raise ValueError(f"Unknown phrasing {phrasing!r}; choose one of {', '.join(grammar.PHRASINGS)}.")
     rng = random.Random(f"task:{intent}:{split}:{seed}")
-    if intent in DOC_INTENTS:
+    if style is not None:
+        domain, scenario = "shop", _styled(intent, style)
+        slots, setup = scenario(make_world(seed, split), rng)
+    elif intent in DOC_INTENTS:
         return documents.make_doc_task(intent, split, seed, rng), [], None
-    if intent in TWO_GOALS:
+    elif intent in TWO_GOALS:
         domain, goals, scenario = TWO_GOALS[intent]
         slots, setup = scenario(make_world(seed, split), rng)
         slots["goals"] = list(goals if rng.random() < 0.5 else goals[::-1])
@@ -336,6 +358,8 @@ def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
     else:
         text, frame = phrase(intent, slots, phrasing, random.Random(f"phrase:{intent}:{split}:{phrasing}:{seed}"))
         task_id = f"{intent}-{split}-{phrasing}-{seed}"
+    if style is not None:
+        task_id += f"-{style}"
     task = {"id": task_id, "domain": domain, "intent": intent, "split": split,
             "instruction": text, "world": {"seed": seed, "setup": setup}, "slots": slots}
     if phrasing != "template":
@@ -348,8 +372,9 @@ def build_task(intent: str, split: str, seed: int, phrasing: str = "template",
     return task, steps, final
 
 
-def make_task(intent: str, split: str, seed: int, phrasing: str = "template") -> dict[str, Any]:
-    return build_task(intent, split, seed, phrasing)[0]
+def make_task(intent: str, split: str, seed: int, phrasing: str = "template", style: str | None = None,
+              ) -> dict[str, Any]:
+    return build_task(intent, split, seed, phrasing, style)[0]
 
 
 def task_seeds(split: str, n: int, seed: int, intents: tuple[str, ...] | list[str] | None = None):

@@ -85,7 +85,7 @@ def _number(amount: float) -> int | float:
 
 # -- shop ------------------------------------------------------------------------------------
 def _style_matches(style: str, query: str) -> bool:
-    words = query.lower().split()
+    words = entities.in_catalogue_words(query).split()
     return style in words or entities.plural(style) in words
 
 

@@ -114,3 +114,23 @@ def test_training_eval_can_choose_checkpoints_on_phrasing_validation_tasks(monke
     assert report["agent_tasks"] == 30 and all(t["phrasing"]["split"] == "heldout" for t in tasks)
     assert {t["intent"] for t in tasks} & set(OUTSIDE_INTENTS) and seen[0][1].gen_length >= 96
     assert not {t["id"] for t in tasks} & {t["id"] for t in load_heldout_tasks(PHRASING_PATH)}
+
+
+def test_a_tee_share_of_the_styled_requests_asks_for_t_shirts_with_training_values_only():
+    from world.tasks import STYLED_INTENTS
+
+    plain = list(corpus_lines("train", 600, 3, phrasing="train"))
+    tees = list(corpus_lines("train", 600, 3, phrasing="train", tee_share=0.25))
+    assert not any(r["id"].endswith("-t-shirt") for r in plain)
+    shirted = [r for r in tees if r["id"].endswith("-t-shirt")]
+    styled = [r for r in tees if r["intent"] in STYLED_INTENTS]
+    assert all(r["intent"] in STYLED_INTENTS for r in shirted)
+    assert 0.15 * len(styled) <= len(shirted) <= 0.35 * len(styled)
+    # each call searches the style's own word, whatever the request called it
+    searches = [parse_call(m["content"]) for r in shirted for m in r["messages"]
+                if m["role"] == "assistant" and '"search_products"' in m["content"]]
+    assert searches and all(call.arguments["query"] == "t-shirt" for call in searches)
+    # the rows that are not T-shirts are the plain corpus's rows
+    assert [r for r in tees if not r["id"].endswith("-t-shirt")] == [r for r in plain if r["id"] not in
+                                                                    {s["id"].removesuffix("-t-shirt") for s in shirted}]
+    assert _leaks(shirted) == ([], [], [])

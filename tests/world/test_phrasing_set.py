@@ -59,7 +59,7 @@ def test_validation_split_is_phrased_alike_but_not_the_benchmark():
     assert len(tasks) == 60 and {t["intent"] for t in tasks} == set(PHRASING_INTENTS)
     assert all(t["split"] == "heldout" and t["phrasing"]["split"] == "heldout" for t in tasks)
     assert not {t["id"] for t in tasks} & {t["id"] for t in PHRASED}
-    assert set(TASK_SETS) == {"templates", "phrasing", "words"}
+    assert set(TASK_SETS) == {"templates", "phrasing", "words", "tshirts"}
 
 
 def test_cli_runs_the_phrasing_set_by_name(capsys):
