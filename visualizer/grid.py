@@ -14,10 +14,14 @@ from markupsafe import Markup, escape
 from engine.metrics import LABELS, Ends, numbers
 from engine.trace import Frame, Stats
 from visualizer.noise_grid import NOISE_CSS, render_noise_grid
-from visualizer.pieces import VISIBLE_WHITESPACE, visible_piece  # noqa: F401  (read from here too)
-
-MASK_GLYPH = "\u00b7"
-REMASK_GLYPH = "\u21ba"   # a position put back to the mask, to be decoded again (engine/remask.py)
+from visualizer.pieces import (  # noqa: F401  (the glyphs are read from here too)
+    END_GLYPH,
+    MASK_GLYPH,
+    REMASK_GLYPH,
+    VISIBLE_WHITESPACE,
+    piece_of,
+    visible_piece,
+)
 
 # Text keeps full colour in every state (contrast >= 4.5:1); confidence fades the background only
 # (--dp-c in [0, 1]), and "new this round" is marked by an underline and an outline as well as colour.
@@ -58,7 +62,6 @@ GRID_CSS = """
 .dp-break { flex-basis: 100%; height: 0; }
 .dp-legend { font-size: 12px; margin: .45rem 0 0; display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
 """ + NOISE_CSS
-END_GLYPH = "\u2205"   # a position after the answer's end (EOS, its fill, pad): never answer text
 
 
 def decision_matrix(
@@ -245,7 +248,7 @@ def render_grid(
             token = canvas[position] if position < len(canvas) else None
             if token is None or (mask_id is not None and token == mask_id):
                 if nfes[position] is not None:                                 # decided once, now remasked
-                    was = pieces.get(last_tokens[position], f"\u27e8{last_tokens[position]}\u27e9")
+                    was = piece_of(pieces, last_tokens[position])
                     cells.append(Markup('<span class="dp-cell dp-mask dp-remasked" title="{}" aria-label="{}">'
                                         '{}</span>').format(f"#{position}: remasked (was {was!r}), to be decoded again",
                                                             f"#{position}: remasked, was {was!r}", REMASK_GLYPH))
@@ -253,7 +256,7 @@ def render_grid(
                     cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
                         position, MASK_GLYPH))
                 continue
-            text = pieces.get(token, f"\u27e8{token}\u27e9")
+            text = piece_of(pieces, token)
             if position not in answer:
                 cells.append(_cell(END_GLYPH, "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
                 continue
@@ -271,7 +274,7 @@ def render_grid(
                          + (" · new this round" if kind == "dp-new" else ""))
                 old, new, at = edited.get(position, (None, None, None))
                 if old is not None and new == token:
-                    was = pieces.get(old, f"\u27e8{old}\u27e9")
+                    was = piece_of(pieces, old)
                     cells.append(_edited_cell(position, was, text, f"dp-cell {kind}",
                                               f"{title} · edited: {was!r} -> {text!r} at NFE {at}",
                                               confidence_level(confidences[position])))

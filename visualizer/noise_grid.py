@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from engine.metrics import LABELS, Ends, numbers
 from engine.trace import Frame, Stats
-from visualizer.pieces import visible_piece
+from visualizer.pieces import END_GLYPH, piece_of, visible_piece
 
 NOISE_GLYPH = "~"
 # How each stop rule reads in the step counter (engine/noise_rules.py STOP_RULES).
@@ -40,7 +40,7 @@ NOISE_CSS = """
 
 
 def _piece(pieces: dict[int, str], token: int) -> str:
-    return pieces.get(token, f"\u27e8{token}\u27e9")
+    return piece_of(pieces, token)
 
 
 def _cell(text: str, classes: str, title: str, old: str | None = None) -> Markup:
@@ -93,8 +93,8 @@ def noise_legend() -> Markup:
         'not accepted (faint, dotted, ~)</span><span><span class="dp-key dp-key-accepted">a</span> accepted by the '
         'entropy bound</span><span><span class="dp-key dp-key-accepted dp-key-accepted-new">a</span> accepted for '
         'the first time</span><span><span class="dp-key dp-key-accepted dp-key-changed"><s class="dp-old">a</s>b'
-        '</span> accepted again with another token</span><span><span class="dp-key dp-key-end">\u2205</span> after '
-        'the answer\'s end (EOS)</span><span>outlined box: the canvas being denoised</span></div>')
+        '</span> accepted again with another token</span><span><span class="dp-key dp-key-end">{}</span> after '
+        'the answer\'s end (EOS)</span><span>outlined box: the canvas being denoised</span></div>').format(END_GLYPH)
 
 
 def render_noise_grid(frames: Sequence[Frame], pieces: dict[int, str], gen_length: int, block_size: int,
@@ -126,7 +126,7 @@ def render_noise_grid(frames: Sequence[Frame], pieces: dict[int, str], gen_lengt
                 token = frame.canvas[position]
                 text = _piece(pieces, token)
                 if position not in answer:
-                    cells.append(_cell("\u2205", "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
+                    cells.append(_cell(END_GLYPH, "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
                 else:
                     new = b == frame.block
                     title = f"#{position}: {text!r} · the canvas's text" + (" (decided now)" if new else "")

@@ -1,5 +1,6 @@
-"""How a token's text shows in a grid cell: whitespace made visible (shared by visualizer/grid.py
-and visualizer/noise_grid.py)."""
+"""How a token and a position show in a grid cell: the one glyph table of the live grid
+(visualizer/grid.py), the noise canvas (visualizer/noise_grid.py), the plots' labels and the
+exported replay's player (templates/replay.js reads GLYPHS from the trace payload)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,24 @@ from __future__ import annotations
 # Each is mapped to a visible glyph; a newline also breaks the grid's line so the grid reads
 # like the text it spells.
 VISIBLE_WHITESPACE = {" ": "\u2423", "\n": "\u23ce", "\t": "\u21e5", "\r": "\u240d"}
+EMPTY_PIECE = "\u2205"     # a token whose text is empty
+MASK_GLYPH = "\u00b7"      # an undecided position
+REMASK_GLYPH = "\u21ba"    # a position put back to the mask, to be decoded again (engine/remask.py)
+END_GLYPH = "\u2205"       # a position after the answer's end (EOS, its fill, pad): never answer text
+UNKNOWN_PIECE = ("\u27e8", "\u27e9")   # around the id of a token the trace has no text for
+
+# What the replay player draws with, in its payload (visualizer/replay.py trace_payload).
+GLYPHS = {"whitespace": VISIBLE_WHITESPACE, "empty": EMPTY_PIECE, "mask": MASK_GLYPH, "remask": REMASK_GLYPH,
+          "end": END_GLYPH, "unknown": list(UNKNOWN_PIECE)}
 
 
 def visible_piece(text: str) -> str:
-    """Token text with whitespace replaced by visible glyphs; an empty piece shows as an empty-set sign."""
+    """Token text with whitespace replaced by visible glyphs; an empty piece shows as EMPTY_PIECE."""
     if text == "":
-        return "\u2205"
+        return EMPTY_PIECE
     return "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in text)
+
+
+def piece_of(pieces: dict[int, str], token: int) -> str:
+    """The token's text, or its id between UNKNOWN_PIECE's brackets when the trace has none."""
+    return pieces.get(token, f"{UNKNOWN_PIECE[0]}{token}{UNKNOWN_PIECE[1]}")

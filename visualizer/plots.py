@@ -14,7 +14,8 @@ from markupsafe import escape
 from engine.metrics import LABELS, Ends, answer_commits, edit_counts
 from engine.trace import Frame
 
-from .grid import decision_matrix, visible_piece
+from .grid import decision_matrix
+from .pieces import piece_of, visible_piece
 
 
 def integer_axis(largest: float, start: int = 0) -> dict:
@@ -46,7 +47,7 @@ def _ends(frames: Sequence[Frame], ends: Ends | None) -> Ends:
 
 
 def _piece_label(pieces: dict[int, str], token: int) -> str:
-    return str(escape(visible_piece(pieces.get(token, f"\u27e8{token}\u27e9"))))
+    return str(escape(visible_piece(piece_of(pieces, token))))
 
 
 def decision_heatmap(

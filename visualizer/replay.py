@@ -28,6 +28,7 @@ from world.tools import FINISH
 
 from .grid import GRID_CSS, block_bounds, has_rewrites, legend_html
 from .marks import MARK_CSS, flag_html
+from .pieces import GLYPHS
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -94,7 +95,8 @@ def _config_dict(config: GenerationConfig | dict[str, Any] | None) -> dict[str, 
 
 
 def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | None) -> dict[str, Any]:
-    """What the player needs: the frames plus the canvas geometry and the token pieces."""
+    """What the player needs: the frames plus the canvas geometry, the token pieces and the
+    glyphs a cell draws (visualizer/pieces.py, so the player keeps no table of its own)."""
     cfg = _config_dict(config) or {}
     canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
@@ -102,7 +104,8 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     payload = result.to_dict()
     blocks = block_bounds(gen_length, block_size, canvas_length if result.mask_id is not None else 0)
     payload.update(gen_length=gen_length, block_size=block_size, blocks=blocks, round_ms=round_ms(len(result.frames)),
-                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds", "edits")})
+                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds", "edits")},
+                   glyphs=GLYPHS)
     return payload
 
 

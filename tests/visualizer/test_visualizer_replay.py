@@ -17,6 +17,7 @@ import pytest
 from engine.trace import Frame
 from tests.visualizer.test_visualizer_traces import CONFIG, PIECES, make_ar_frames, make_result
 from visualizer.grid import visible_piece
+from visualizer.pieces import GLYPHS, MASK_GLYPH
 from visualizer.replay import json_for_script, standalone_replay_html
 
 TRACE_RE = re.compile(r'<script type="application/json" id="trace">(.*?)</script>', re.DOTALL)
@@ -140,6 +141,7 @@ def test_player_builds_cells_with_text(page):
     result = make_result()
     assert [text for _, text in state["last"]] == [visible_piece(PIECES[t]) for t in result.token_ids]
     assert sum("dp-mask" in cls for cls, _ in state["first"]) == 6
+    assert all(text == MASK_GLYPH for cls, text in state["first"] if "dp-mask" in cls)   # the one glyph table's
     assert state["readout"].startswith("Step 1/5")
     # it opens on round 0: every cell masked, before the first forward
     assert [cls for cls, _ in state["opened"]] == ["dp-cell dp-mask"] * 8
@@ -216,3 +218,20 @@ def test_a_replayed_tool_call_marks_values_found_nowhere_before_it():
     copied = replay_of_call({"name": "Mia Park", "email": "mia@example.com", "address": "12 Oak Street"}, [request])
     assert "Every value of this call appears" in copied and 'class="dp-flag"' not in copied
     assert "<h2>Tool call</h2>" not in replay_of_call(miscopied, None)          # without the context, no claim
+
+
+def test_the_player_draws_with_the_one_glyph_table():
+    """templates/replay.js keeps no glyph of its own: they come in the payload from
+    visualizer/pieces.py, the table the live grid draws with."""
+    from pathlib import Path
+
+    import visualizer.replay
+
+    player = (Path(visualizer.replay.__file__).parent / "templates" / "replay.js").read_text(encoding="utf-8")
+    glyphs = [*GLYPHS["whitespace"].values(), GLYPHS["empty"], GLYPHS["remask"], GLYPHS["end"], *GLYPHS["unknown"]]
+    for glyph in glyphs:
+        assert glyph not in player and f"\\u{ord(glyph):04x}" not in player.lower(), glyph
+    # the mask glyph doubles as the titles' separator (" · "), so only a cell drawn with it counts
+    assert not re.search(r'textContent = "(\\u00b7|\u00b7)"', player)
+    payload = json.loads(TRACE_RE.findall(standalone_replay_html(make_result(), "t", "p", "m", CONFIG))[0])
+    assert payload["glyphs"] == json.loads(json.dumps(GLYPHS))

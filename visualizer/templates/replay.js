@@ -9,17 +9,22 @@
   var blockSize = Math.max(1, data.block_size);
   var maskId = data.mask_id;
   var pieces = data.pieces;
-  var WS = {" ": "\u2423", "\n": "\u23ce", "\t": "\u21e5", "\r": "\u240d"};
+  // The glyphs a cell draws come with the trace (visualizer/pieces.py GLYPHS): one table for the
+  // live grid and this player.
+  var G = data.glyphs;
+  var WS = G.whitespace;
 
   function visible(text) {
-    if (text === "") { return "\u2205"; }
+    if (text === "") { return G.empty; }
     var out = "";
-    for (var i = 0; i < text.length; i++) { out += WS[text[i]] || text[i]; }
+    for (var i = 0; i < text.length; i++) {
+      out += Object.prototype.hasOwnProperty.call(WS, text[i]) ? WS[text[i]] : text[i];
+    }
     return out;
   }
   function pieceOf(token) {
     var key = String(token);
-    return Object.prototype.hasOwnProperty.call(pieces, key) ? pieces[key] : "\u27e8" + key + "\u27e9";
+    return Object.prototype.hasOwnProperty.call(pieces, key) ? pieces[key] : G.unknown[0] + key + G.unknown[1];
   }
   function el(tag, cls) {
     var node = document.createElement(tag);
@@ -118,7 +123,7 @@
       var finished = frame.block > Math.floor(pos / blockSize) || noise.stop_rule;
       if (finished) {
         var text = pieceOf(canvas[pos]);
-        if (!answer[pos]) { setCell(cellNode, "dp-cell dp-end", "∅", "#" + pos + ": " + JSON.stringify(text) +
+        if (!answer[pos]) { setCell(cellNode, "dp-cell dp-end", G.end, "#" + pos + ": " + JSON.stringify(text) +
                                     " · after the answer's end"); continue; }
         decidedTokens++;
         var now = Math.floor(pos / blockSize) === frame.block;
@@ -198,12 +203,12 @@
         if (decided[pos]) {                 // decided once, now back to the mask (engine/remask.py)
           var was = JSON.stringify(pieceOf(lastToken[pos]));
           cellNode.className = "dp-cell dp-mask dp-remasked";
-          cellNode.textContent = "\u21ba";
+          cellNode.textContent = G.remask;
           cellNode.title = "#" + pos + ": remasked (was " + was + "), to be decoded again";
           cellNode.setAttribute("aria-label", "#" + pos + ": remasked, was " + was);
         } else {
           cellNode.className = "dp-cell dp-mask";
-          cellNode.textContent = "\u00b7";
+          cellNode.textContent = G.mask;
           cellNode.title = "#" + pos + ": undecided";
         }
         continue;
@@ -211,7 +216,7 @@
       var text = pieceOf(token);
       if (!answer[pos]) {
         cellNode.className = "dp-cell dp-end";
-        cellNode.textContent = "\u2205";
+        cellNode.textContent = G.end;
         cellNode.title = "#" + pos + ": " + JSON.stringify(text) + " \u00b7 after the answer's end";
         continue;
       }
