@@ -32,12 +32,14 @@ from .exports import export_answer
 from .live import TraceView, markdown_safe
 from .messages import failure, user_error
 from .names import with_names
+from .outputs import OutputNames
 from .page_venue import PAGES, WHERE_CHOICES, WORLD, PagesUnavailable, Visit, screenshot_html
 from .runs import Run, run_key
 from .saving import save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, steps_html
+from .watch import Watch
 from .widgets import (
     GENERATE,
     PICKER_MIN_WIDTH,
@@ -51,7 +53,7 @@ from .widgets import (
 )
 from .world_page import WAITING_HTML
 
-AGENT_OUTPUTS = ("panel", "steps", "world", "verdict", "preview", "files", "status", "world_page")
+AGENT_OUTPUTS = OutputNames("panel", "steps", "world", "verdict", "preview", "files", "status", "world_page")
 SCAFFOLD_INFO = ("The engine writes each tool call's fixed text (tags, the tool name once chosen, the argument keys, "
                  "quotes, braces) into the canvas as soon as it is known, drawn as pre-filled; the model decides "
                  "only the values, so the call always parses. Off: the model writes every token.")
@@ -177,56 +179,52 @@ class AgentHandlers:
         known = list(task.get("requests") or [task["instruction"]])   # what a call may copy from (app/steps.py)
         view: TraceView | None = None
         pending = False                               # frames arrived for a step not finished yet
-        # a new run clears every result panel, the last verdict included
-        yield (EMPTY_PANEL, steps_html([]), world_view(task, []), "", "", file_list([]), "Step 1: generating…",
-               self.page(run.key, task, [], pages))
-        transcript = None
+        transcript, shot = None, None
 
-        def read_step(step: Step) -> None:
+        def read_frame(frame: Any, _lane: int) -> None:
+            nonlocal view, pending
+            if not pending:                           # a new tool call starts
+                view = TraceView.for_run(backend, config, model, task["instruction"], generation=len(steps) + 1)
+                view.within = "episode"
+                pending = True
+            view.add(frame, backend)
+
+        def read_step(step: Step, _lane: int) -> None:
             nonlocal pending
             steps.append(step)
             if pending and view is not None and step.result is not None:
                 view.finish(step.result)             # a step Stop cut is the engine's cancelled Result
             pending = False
 
-        try:
-            for event in run.events():
-                if event.kind == "frame":
-                    if not pending and event.part == 1:   # a new tool call starts
-                        view = TraceView.for_run(backend, config, model, task["instruction"], generation=len(steps) + 1)
-                        view.within = "episode"
-                        pending = True
-                    if event.part == 1:
-                        view.add(event.value, backend)
-                    if event.show:
-                        yield (view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
-                               *([gr.skip()] * 5), self._progress(run, len(steps) + 1, "generating"), gr.skip())
+        def keep(cut: bool) -> int | None:            # cut: no verdict and no picture of the page
+            return self._save(task, steps, None if cut else transcript, config, model, graded, venue, starts,
+                              None if cut else shot)
+
+        # a new run clears every result panel, the last verdict included
+        yield AGENT_OUTPUTS.update(panel=EMPTY_PANEL, steps=steps_html([]), world=world_view(task, []), verdict="",
+                                   preview="", files=file_list([]), status="Step 1: generating…",
+                                   world_page=self.page(run.key, task, [], pages))
+        with Watch(run, read_frame, read_step, keep) as watch:
+            for event in watch.events():
+                if event.kind == "frame" and event.show:
+                    yield AGENT_OUTPUTS.update(
+                        panel=view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
+                        status=self._progress(run, len(steps) + 1, "generating"))
                 elif event.kind == "step":
-                    read_step(event.value)
-                    yield (view.panel("done") if view else gr.skip(), steps_html(steps, known), world_view(task, steps),
-                           gr.skip(), gr.skip(), gr.skip(), self._progress(run, len(steps), "done"),
-                           self.page(run.key, task, steps, pages))
+                    yield AGENT_OUTPUTS.update(
+                        panel=view.panel("done") if view else gr.skip(), steps=steps_html(steps, known),
+                        world=world_view(task, steps), status=self._progress(run, len(steps), "done"),
+                        world_page=self.page(run.key, task, steps, pages))
                 elif event.kind == "request":
                     starts.append(len(steps))
                 elif event.kind == "done":
                     # a stopped episode has no verdict: it ended because the person said so
                     transcript = None if stopped(event.value) else event.value
-        except GeneratorExit:
-            for left in run.close():
-                if left.kind == "step":
-                    read_step(left.value)
-                elif view is not None and pending and left.part == 1:
-                    view.add(left.value, backend)
-            self._save(task, steps, None, config, model, graded, venue, starts)
-            raise
-        finally:
-            run.close()
-        shot = None
         if pages is not None and steps:               # the page's final state, as the driver sees it
             last = last_call(steps)
             shot = pages.screenshot(self.ctx.export_dir / f"agent-page-{time.time_ns()}.png",
                                     last.call if last else None, last.observation if last else None)
-        saved = self._save(task, steps, transcript, config, model, graded, venue, starts, shot)
+        saved = watch.save()
         named = world_after(task, steps) if task.get("domain") != "document" else None
         if conversation is not None and transcript is not None:
             verdict = conversation_verdict(transcript, self._cost(steps))
@@ -250,8 +248,9 @@ class AgentHandlers:
             status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
         if pages is not None and steps and shot is None:
             status += " No picture of the page's final state could be taken."
-        yield (panel, steps_html(steps, known), world_view(task, steps), verdict, preview, file_list(files), status,
-               self.page(run.key, task, steps, pages))
+        yield AGENT_OUTPUTS.update(panel=panel, steps=steps_html(steps, known), world=world_view(task, steps),
+                                   verdict=verdict, preview=preview, files=file_list(files), status=status,
+                                   world_page=self.page(run.key, task, steps, pages))
 
     @staticmethod
     def _progress(run: Run, step: int, doing: str) -> str:
@@ -345,7 +344,9 @@ def build(ctx: AppContext) -> dict[str, Any]:
         task_page, [task], [world_page], api_visibility="private", **QUIET)
     handler = with_settings(agent.run, "agent", list(controls))
     inputs = [task, instruction, model, max_replies, where, *controls.values()]
-    outputs = [panel, steps, world, verdict, preview, files, status, world_page]
+    parts = {"panel": panel, "steps": steps, "world": world, "verdict": verdict, "preview": preview, "files": files,
+             "status": status, "world_page": world_page}
+    outputs = AGENT_OUTPUTS.components(parts)
     # picking the pages starts the app's browser meanwhile: the first run need not wait for it
     where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
     run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
@@ -359,4 +360,4 @@ def build(ctx: AppContext) -> dict[str, Any]:
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(agent.pick_example, [examples], [task, instruction], api_visibility="private", **QUIET)
-    return {"model": model, "task": task, "world_page": world_page, "task_page": task_page}
+    return {**parts, "model": model, "task": task, "task_page": task_page}

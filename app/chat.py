@@ -53,6 +53,7 @@ from .keep_end import keep_end_of
 from .live import TraceView
 from .messages import failure, user_error
 from .names import with_names
+from .outputs import OutputNames
 from .page_venue import PAGES, WORLD, PagesUnavailable
 from .runs import Run
 from .saving import Exchange, save, title_of
@@ -62,20 +63,14 @@ from .steps import context_messages, step_turns
 from .structured import structured_answer
 from .trace_panel import scrubber_for
 from .warmup import LOADING_PANEL, is_loading
+from .watch import Watch
 from .widgets import file_list
 
-CHAT_OUTPUTS = ("chatbot", "panel", "history", "conversation_id", "world", "trace", "tree", "scrubber", "heatmap",
-                "commits", "prompt", "status", "world_page", "keep_end", "preview")
+CHAT_OUTPUTS = OutputNames("chatbot", "panel", "history", "conversation_id", "world", "trace", "tree", "scrubber",
+                           "heatmap", "commits", "prompt", "status", "world_page", "keep_end", "preview")
+updates = CHAT_OUTPUTS.update           # one tuple of CHAT_OUTPUTS; outputs not named stay as they are
 STOP_WAIT_S = 3.0            # New chat waits this long for a running turn to save and end
 SEED_RANGE = 2**31 - 1
-
-
-def updates(**values: Any) -> tuple:
-    """One tuple of CHAT_OUTPUTS; outputs not named stay as they are."""
-    unknown = set(values) - set(CHAT_OUTPUTS)
-    if unknown:
-        raise KeyError(f"not a chat output: {sorted(unknown)}")
-    return tuple(values[name] if name in values else gr.skip() for name in CHAT_OUTPUTS)
 
 
 def page_preview(answer: str | None) -> Any:
@@ -256,9 +251,10 @@ class ChatHandlers:
                             system=system, in_pages=ask.where == PAGES and not read.structured,
                             shown_before=tree.messages(depth))
             run.parts = lambda frame, _lane: turn.part_count(frame)
-            ended = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
+            watch = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
+            ended = watch.ended
             answer, early = ended.value if ended is not None and ended.value else (None, "")
             if early == STOPPED:
                 turn.stop()
@@ -271,7 +267,7 @@ class ChatHandlers:
                 else:
                     yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL)
                 raise user_error(early)
-            conversation_id = self._save(turn, conversation_id, spec, system) if turn.steps else conversation_id
+            conversation_id = watch.save()
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             panel = turn.final_panel()
             tree = tree.answered(depth, Version(user, tuple(entries), before, world.clone(),
@@ -291,10 +287,17 @@ class ChatHandlers:
             yield updates(**final, heatmap=heatmap, commits=commits)
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
-                conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Any]:
-        """The turn's live updates; returns its last event ("done"). Closed early (a
-        client's cancel), it saves what was decided before closing."""
+                conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Watch]:
+        """The turn's live updates; returns its Watch (its last event, and its one save). Closed
+        early (a client's cancel) or discarded (New chat), it saves what was decided."""
         config, model, in_pages = turn.config, turn.model, turn.in_pages
+
+        def keep(cut: bool) -> int | None:
+            if cut:
+                turn.stop()
+            return self._save(turn, conversation_id, spec, system) if cut or turn.steps else conversation_id
+
+        watch = Watch(run, lambda frame, _lane: turn.add(frame), lambda step, _lane: turn.step_done(step), keep)
         try:
             with ExitStack() as held:
                 # the browser first: when it cannot run the pages, no weights are loaded for nothing
@@ -317,36 +320,17 @@ class ChatHandlers:
                               name="chat-turn")
                 yield updates(chatbot=turn.chatbot(), panel=EMPTY_PANEL, status="", scrubber=gr.Slider(visible=False),
                               heatmap=None, commits=None, world_page=self.page(run.key, world, in_pages=in_pages))
-                ended = None
-                try:
-                    for event in run.events():
-                        if event.kind == "frame":
-                            if event.part == 1:
-                                turn.add(event.value)
-                            if event.show:
-                                yield updates(chatbot=turn.chatbot(), trace=turn.view,
-                                              panel=turn.view.panel(run.mode(), part=(event.part, event.parts),
-                                                                    behind=run.behind()))
-                        elif event.kind == "step":
-                            turn.step_done(event.value)
-                            if not run.stop_requested:
-                                called = event.value.call is not None and event.value.call["name"] != FINISH
-                                yield updates(chatbot=turn.chatbot(), trace=turn.view,
-                                              **({"world_page": self.page(run.key, world, event.value, in_pages)}
-                                                 if called else {}))
-                        else:
-                            ended = event
-                except GeneratorExit:
-                    for event in run.close():
-                        if event.kind == "step":
-                            turn.step_done(event.value)
-                        elif event.part == 1:
-                            turn.add(event.value)
-                    turn.stop()
-                    self._save(turn, conversation_id, spec, system)
-                    raise
-                finally:
-                    run.close()
+                with watch:
+                    for event in watch.events():
+                        if event.kind == "frame" and event.show:
+                            yield updates(chatbot=turn.chatbot(), trace=turn.view,
+                                          panel=turn.view.panel(run.mode(), part=(event.part, event.parts),
+                                                                behind=run.behind()))
+                        elif event.kind == "step" and not run.stop_requested:
+                            called = event.value.call is not None and event.value.call["name"] != FINISH
+                            yield updates(chatbot=turn.chatbot(), trace=turn.view,
+                                          **({"world_page": self.page(run.key, world, event.value, in_pages)}
+                                             if called else {}))
         except gr.Error:
             raise
         except PagesUnavailable as exc:
@@ -354,9 +338,8 @@ class ChatHandlers:
         except Exception as exc:  # noqa: BLE001 - every failure reaches the person as a sentence
             raise failure(exc) from None
         if run.discarded:
-            turn.stop()
-            self._save(turn, conversation_id, spec, system)
-        return ended
+            watch.save(cut=True)
+        return watch
 
     def keep_end(self, message: str, tree: ChatTree | None, history: list[dict[str, Any]] | None, model: str,
                  system: str, *, settings: Mapping[str, Any], key: tuple = (None, "chat")) -> tuple[str, str, Any]:

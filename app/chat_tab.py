@@ -226,7 +226,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
              "world": world, "trace": trace, "tree": tree, "scrubber": scrubber, "heatmap": heatmap,
              "commits": commits, "prompt": prompt, "status": status, "world_page": world_page, "system": system,
              "keep_end": keep_end_btn, "preview": export_preview}
-    outputs = [parts[name] for name in CHAT_OUTPUTS]
+    outputs = CHAT_OUTPUTS.components(parts)
     submit = with_settings(chat.submit, "chat", names)
     regenerate = with_settings(chat.regenerate, "chat", names)
     edit = with_settings(chat.edit, "chat", names)
@@ -288,7 +288,7 @@ def build(ctx: AppContext) -> dict[str, Any]:
     recent = RecentChats(ctx)
     for trigger in (recent_box.expand, conversation_id.change):
         trigger(recent.listing, [recent_pick], [recent_pick], api_visibility="private", queue=False, **QUIET)
-    resumed_in = [parts[name] for name in RESUME_OUTPUTS]
+    resumed_in = RESUME_OUTPUTS.components(parts)
 
     def open_recent(choice: str | None, request: gr.Request) -> tuple:
         return recent.open(choice, run_key(request, "chat"))

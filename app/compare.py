@@ -37,11 +37,13 @@ from .conversation_world import MAX_REPLIES, model_context, world_from_spec, wor
 from .live import TraceView
 from .messages import failure, user_error
 from .noise_controls import follow_noise_models
+from .outputs import OutputNames
 from .runs import Run
 from .saving import Exchange, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import step_turns
+from .watch import Watch
 from .widgets import (
     GENERATE,
     QUIET,
@@ -52,7 +54,7 @@ from .widgets import (
     with_settings,
 )
 
-COMPARE_OUTPUTS = ("panel_diffusion", "panel_baseline", "table", "race", "status")
+COMPARE_OUTPUTS = OutputNames("panel_diffusion", "panel_baseline", "table", "race", "status")
 SCAFFOLD_INFO = ("Both answers are one tool call whose fixed text (tags, keys, quotes, braces) is known in advance: "
                  "the diffusion model finds it pre-filled and decodes only the values; the AR baseline appends each "
                  "known run in one forward (jump-forward) and decodes the values token by token. Like with like.")
@@ -231,16 +233,16 @@ class CompareHandlers:
             raise failure(exc) from None
 
     @staticmethod
-    def _panels(run: Run, racers: list[Racer], lane: int = -1, part: tuple[int, int] | None = None) -> list[str]:
-        """Both panels: a side Stop cut as stopped, a finished one as finished, the others live or
-        replay (app/runs.py `mode`); a finished side's answer as text under its grid."""
+    def _panels(run: Run, racers: list[Racer], lane: int = -1, part: tuple[int, int] | None = None) -> dict[str, str]:
+        """Both panels by name: a side Stop cut as stopped, a finished one as finished, the others
+        live or replay (app/runs.py `mode`); a finished side's answer as text under its grid."""
         out = []
         for index, racer in enumerate(racers):
             racer.view.generations = len(racer.shown) if racer.finished else 0
             mode = "stopped" if racer.cut else "done" if racer.finished else run.mode(index)
             panel = racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index))
             out.append(panel + str(answer_html(racer)) if racer.finished else panel)   # both HTML already
-        return out
+        return dict(zip(("panel_diffusion", "panel_baseline"), out, strict=True))
 
     def _race(self, run: Run, racers: list[Racer], config: GenerationConfig, prompt: str
               ) -> Generator[tuple, None, None]:
@@ -261,33 +263,26 @@ class CompareHandlers:
                         else:
                             run.end_lane(lane)
 
+        def keep(cut: bool) -> int | None:
+            self._finish(racers, stopped=cut or any(not r.finished for r in racers))
+            return self._save(racers, config, prompt)
+
         run.start(work, name="compare-race")
-        yield EMPTY_PANEL, EMPTY_PANEL, "", None, "Racing…"        # the last race's results go at once
-        try:
-            for event in run.events():
-                racer = racers[event.lane]
-                if event.kind == "frame":
-                    if event.part == 1:
-                        racer.read_frame(event.value)
-                    if event.show:
-                        yield (*self._panels(run, racers, event.lane, (event.part, event.parts)),
-                               stats_table(racers), gr.skip(), gr.skip())
-                elif event.kind == "step":
-                    racer.read_step(event.value)
+        # the last race's results go at once
+        yield COMPARE_OUTPUTS.update(panel_diffusion=EMPTY_PANEL, panel_baseline=EMPTY_PANEL, table="", race=None,
+                                     status="Racing…")
+        with Watch(run, lambda frame, lane: racers[lane].read_frame(frame),
+                   lambda step, lane: racers[lane].read_step(step), keep) as watch:
+            for event in watch.events():
+                if event.kind == "frame" and event.show:
+                    yield COMPARE_OUTPUTS.update(**self._panels(run, racers, event.lane, (event.part, event.parts)),
+                                                 table=stats_table(racers))
                 elif event.kind == "lane_done":
-                    racer.finished = True           # this side is done the moment its end is shown
+                    racers[event.lane].finished = True   # this side is done the moment its end is shown
                     if not run.stop_requested:
-                        yield *self._panels(run, racers), stats_table(racers), gr.skip(), gr.skip()
-        except GeneratorExit:
-            run.close()
-            self._finish(racers, stopped=True)
-            self._save(racers, config, prompt)
-            raise
-        finally:
-            run.close()
+                        yield COMPARE_OUTPUTS.update(**self._panels(run, racers), table=stats_table(racers))
         stopped = any(not r.finished for r in racers)
-        self._finish(racers, stopped)
-        saved = self._save(racers, config, prompt)
+        saved = watch.save()
         if stopped:
             status = "Stopped. What each model decided is kept (stored as stopped)."
         else:
@@ -299,12 +294,12 @@ class CompareHandlers:
                       f"({second_count}) ({speedup} as fast).")
         if saved is not None:
             status += f" Stored as comparison #{saved}."
-        panels = (*self._panels(run, racers), stats_table(racers, stopped))
-        yield *panels, gr.skip(), status
+        panels = {**self._panels(run, racers), "table": stats_table(racers, stopped)}
+        yield COMPARE_OUTPUTS.update(**panels, status=status)
         # then the plot: for a long answer it takes a while to build
         sides = [(racer.name, [(s.result.frames, ends_of(s.result, config)) for s in racer.shown
                                if s.result is not None]) for racer in racers]
-        yield *panels, turn_race_plot(sides, scope=scope_label("turn")), status
+        yield COMPARE_OUTPUTS.update(**panels, race=turn_race_plot(sides, scope=scope_label("turn")), status=status)
 
     @staticmethod
     def _finish(racers: list[Racer], stopped: bool) -> None:
@@ -364,7 +359,8 @@ def build(ctx: AppContext) -> dict[str, Any]:
                                        info=SCAFFOLD_INFO)
     handler = with_settings(compare.run, "compare", list(controls))
     inputs = [prompt, diffusion, baseline, *controls.values()]
-    outputs = [panel_a, panel_b, table, race, status]
+    parts = {"panel_diffusion": panel_a, "panel_baseline": panel_b, "table": table, "race": race, "status": status}
+    outputs = COMPARE_OUTPUTS.components(parts)
     race_btn.click(handler, inputs, outputs, api_name="compare", **GENERATE)
     prompt.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
     stop_btn.click(stopper(ctx.runs, "compare"), None, None, queue=False, api_visibility="private")
@@ -372,4 +368,4 @@ def build(ctx: AppContext) -> dict[str, Any]:
                      api_visibility="private", **QUIET)
     follow_noise_models(ctx, diffusion, controls)      # DiffusionGemma: its own canvas and schedule
     examples.click(lambda sample: sample[0], [examples], [prompt], api_visibility="private", **QUIET)
-    return {"diffusion": diffusion, "baseline": baseline}
+    return {**parts, "diffusion": diffusion, "baseline": baseline}

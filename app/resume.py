@@ -21,12 +21,13 @@ from .chat import named_answers, stored_world
 from .chat_turn import CUT_CALL_NOTE, EMPTY_PANEL
 from .live import markdown_safe
 from .messages import user_error
+from .outputs import OutputNames
 from .steps import answer_of, chat_entries, chat_messages, conversation_sources, step_contexts
 
 RESUMABLE = ("chat",)
 # what going on with a stored chat sets in the Chat tab, in this order (resumed)
-RESUME_OUTPUTS = ("chatbot", "history", "conversation_id", "world", "tree", "trace", "model", "system", "status",
-                  "panel")
+RESUME_OUTPUTS = OutputNames("chatbot", "history", "conversation_id", "world", "tree", "trace", "model", "system",
+                             "status", "panel")
 
 
 class CannotResume(ValueError):

@@ -48,7 +48,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Models", id="models"):
                 models_tab.build(ctx, [chat_parts["model"], compare_parts["diffusion"], compare_parts["baseline"],
                                        agent_parts["model"]])
-        chat_resume = [chat_parts[name] for name in RESUME_OUTPUTS]
+        chat_resume = RESUME_OUTPUTS.components(chat_parts)
         chat_world = ([chat_parts["world"]], [chat_parts["world"], chat_parts["world_page"]])
         sessions_parts["continue"].click(continue_in_chat, [sessions_parts["opened"]], [*chat_resume, tabs],
                                          api_visibility="private", show_progress="hidden").then(

@@ -1,0 +1,85 @@
+"""Chat, the Agent tab and Compare watch a run the same way (app/watch.py): a Stop in each, and a
+handler closed under it (a client's cancel), goes through one Watch and saves the turn once."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import watch as watch_module
+from app.agent_tab import AgentHandlers
+from app.chat import ChatHandlers
+from app.compare import CompareHandlers
+from tests.e2e.app_fakes import fake_backends, fake_context
+from tests.fakes import FakeDiffusionBackend
+
+# one token per forward, 96 forwards: long enough to stop in the middle
+SETTINGS = {"gen_length": 96, "block_size": 8, "steps": 8, "sampler": "low_confidence", "threshold": 0.9,
+            "temperature": 0.0, "seed": 0}
+TEXT = "word " * 40
+
+
+class Saves:
+    """Every Watch made, and how often each one's save hook ran."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.calls: list[list[bool]] = []
+        made = watch_module.Watch.__init__
+
+        def counted(watch, run, read_frame, read_step, save):
+            mine: list[bool] = []
+            self.calls.append(mine)
+
+            def hook(cut: bool):
+                mine.append(cut)
+                return save(cut)
+
+            made(watch, run, read_frame, read_step, hook)
+
+        monkeypatch.setattr(watch_module.Watch, "__init__", counted)
+
+
+def start(tab: str, ctx):
+    """The tab's handler as Gradio drives it, on a long answer."""
+    key = ("s", tab)
+    if tab == "chat":
+        return key, ChatHandlers(ctx, updates_per_second=1e9).submit(
+            "Say hi", [], None, None, None, "fake-bd", "", False, settings=SETTINGS, key=key)
+    if tab == "agent":
+        return key, AgentHandlers(ctx, updates_per_second=1e9).run(
+            "", "Please say hi.", "fake-bd", 1, settings=SETTINGS, key=key)
+    return key, CompareHandlers(ctx, updates_per_second=1e9).run("Say hi", "fake-bd", "fake-ar",
+                                                                  settings=SETTINGS, key=key)
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    backends = {**fake_backends(), "fake-bd": FakeDiffusionBackend(TEXT, name="fake-bd", max_length=4096)}
+    context = fake_context(tmp_path, backends=backends)
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize("tab", ["chat", "agent", "compare"])
+def test_a_stop_goes_through_the_one_watch_and_saves_once(ctx, monkeypatch, tab):
+    saves = Saves(monkeypatch)
+    key, stream = start(tab, ctx)
+    for _ in range(4):
+        next(stream)
+    assert ctx.runs.stop(key)                             # what the Stop button does
+    list(stream)
+    assert saves.calls == [[False]]                       # one Watch, its save once, at the turn's end
+    stored = ctx.store.list_conversations(kind=tab)
+    assert len(stored) == 1
+    assert not ctx.runs.running(key)
+
+
+@pytest.mark.parametrize("tab", ["chat", "agent", "compare"])
+def test_a_closed_handler_saves_what_was_decided_once(ctx, monkeypatch, tab):
+    saves = Saves(monkeypatch)
+    key, stream = start(tab, ctx)
+    for _ in range(4):
+        next(stream)
+    stream.close()                                        # what Gradio does on a client's cancel
+    assert saves.calls == [[True]]
+    assert len(ctx.store.list_conversations(kind=tab)) == 1
+    assert not ctx.runs.running(key)
