@@ -61,6 +61,35 @@ WHERE_INFO = ("Web pages: each tool call runs in the shop or office page beside 
               "(WebMCP), and that page follows it.")
 
 
+class EpisodeView:
+    """The episode being drawn: its steps, and the generation in flight (a TraceView per reply,
+    begun at its first forward and finished by its step)."""
+
+    def __init__(self, backend: Any, config: GenerationConfig, model: str, instruction: str) -> None:
+        self.backend, self.config, self.model, self.instruction = backend, config, model, instruction
+        self.steps: list[Step] = []
+        self.view: TraceView | None = None
+        self.pending = False                          # frames arrived for a step not finished yet
+
+    def read_frame(self, frame: Any, _lane: int = 0) -> None:
+        if not self.pending:                          # a new tool call starts
+            self.view = TraceView.for_run(self.backend, self.config, self.model, self.instruction,
+                                          generation=len(self.steps) + 1)
+            self.view.within = "episode"
+            self.pending = True
+        self.view.add(frame, self.backend)
+
+    def read_step(self, step: Step, _lane: int = 0) -> None:
+        self.steps.append(step)
+        if self.pending and self.view is not None and step.result is not None:
+            self.view.finish(step.result)             # a step Stop cut is the engine's cancelled Result
+        self.pending = False
+
+    def panel(self, mode: str, otherwise: Any) -> Any:
+        """The last reply's panel in `mode`, or `otherwise` before any."""
+        return self.view.panel(mode) if self.view is not None else otherwise
+
+
 class AgentHandlers:
     def __init__(self, ctx: AppContext, updates_per_second: float = 20.0) -> None:
         self.ctx = ctx
@@ -175,26 +204,10 @@ class AgentHandlers:
             run.start(lambda r: run_episode(backend, task, config, max_replies=limit, on_frame=r.frame,
                                             on_step=lambda s: r.put("step", s), should_stop=r.should_stop,
                                             pages=pages), name="agent-episode")
-        steps: list[Step] = []
+        episode = EpisodeView(backend, config, model, task["instruction"])
+        steps = episode.steps
         known = list(task.get("requests") or [task["instruction"]])   # what a call may copy from (app/steps.py)
-        view: TraceView | None = None
-        pending = False                               # frames arrived for a step not finished yet
         transcript, shot = None, None
-
-        def read_frame(frame: Any, _lane: int) -> None:
-            nonlocal view, pending
-            if not pending:                           # a new tool call starts
-                view = TraceView.for_run(backend, config, model, task["instruction"], generation=len(steps) + 1)
-                view.within = "episode"
-                pending = True
-            view.add(frame, backend)
-
-        def read_step(step: Step, _lane: int) -> None:
-            nonlocal pending
-            steps.append(step)
-            if pending and view is not None and step.result is not None:
-                view.finish(step.result)             # a step Stop cut is the engine's cancelled Result
-            pending = False
 
         def keep(cut: bool) -> int | None:            # cut: no verdict and no picture of the page
             return self._save(task, steps, None if cut else transcript, config, model, graded, venue, starts,
@@ -204,15 +217,15 @@ class AgentHandlers:
         yield AGENT_OUTPUTS.update(panel=EMPTY_PANEL, steps=steps_html([]), world=world_view(task, []), verdict="",
                                    preview="", files=file_list([]), status="Step 1: generating…",
                                    world_page=self.page(run.key, task, [], pages))
-        with Watch(run, read_frame, read_step, keep) as watch:
+        with Watch(run, episode.read_frame, episode.read_step, keep) as watch:
             for event in watch.events():
                 if event.kind == "frame" and event.show:
                     yield AGENT_OUTPUTS.update(
-                        panel=view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
+                        panel=episode.view.panel(run.mode(), part=(event.part, event.parts), behind=run.behind()),
                         status=self._progress(run, len(steps) + 1, "generating"))
                 elif event.kind == "step":
                     yield AGENT_OUTPUTS.update(
-                        panel=view.panel("done") if view else gr.skip(), steps=steps_html(steps, known),
+                        panel=episode.panel("done", gr.skip()), steps=steps_html(steps, known),
                         world=world_view(task, steps), status=self._progress(run, len(steps), "done"),
                         world_page=self.page(run.key, task, steps, pages))
                 elif event.kind == "request":
@@ -224,9 +237,16 @@ class AgentHandlers:
             last = last_call(steps)
             shot = pages.screenshot(self.ctx.export_dir / f"agent-page-{time.time_ns()}.png",
                                     last.call if last else None, last.observation if last else None)
-        saved = watch.save()
+        ending = self._ending(episode, task, transcript, shot, watch.save(), venue, graded, config, model)
+        yield AGENT_OUTPUTS.update(**ending, steps=steps_html(steps, known), world=world_view(task, steps),
+                                   world_page=self.page(run.key, task, steps, pages))
+
+    def _ending(self, episode: EpisodeView, task: dict[str, Any], transcript: Any, shot: Any, saved: int | None,
+                venue: Venue, graded: bool, config: GenerationConfig, model: str) -> dict[str, Any]:
+        """The episode's last panel, verdict, preview, files and status, once it is over or stopped."""
+        steps, pages = episode.steps, venue.pages
         named = world_after(task, steps) if task.get("domain") != "document" else None
-        if conversation is not None and transcript is not None:
+        if venue.conversation is not None and transcript is not None:
             verdict = conversation_verdict(transcript, self._cost(steps))
         else:
             verdict = self._verdict(transcript, graded, steps, named)
@@ -234,23 +254,18 @@ class AgentHandlers:
         last = steps[-1].result if steps else None
         if transcript is not None and task.get("domain") == "document" and last is not None:
             files, preview = export_answer(self.ctx.export_dir, last, config, task["id"], task["instruction"], model)
-        if view is not None:
-            view.generations = sum(1 for step in steps if step.result is not None)
-        if transcript is None:
-            status = f"Stopped after {len(steps)} step(s)."
-            panel = view.panel("stopped") if view else EMPTY_PANEL
-        else:
-            status = f"Episode over after {len(steps)} step(s)."
-            panel = view.panel("done") if view else EMPTY_PANEL
+        if episode.view is not None:
+            episode.view.generations = sum(1 for step in steps if step.result is not None)
+        over = transcript is not None
+        status = f"Episode over after {len(steps)} step(s)." if over else f"Stopped after {len(steps)} step(s)."
         if pages is not None:
             status += f" Tools ran in the web pages ({pages.webmcp} WebMCP)."
         if saved:
-            status += f" Stored as agent run #{saved}" + (" (stopped)." if transcript is None else ".")
+            status += f" Stored as agent run #{saved}" + ("." if over else " (stopped).")
         if pages is not None and steps and shot is None:
             status += " No picture of the page's final state could be taken."
-        yield AGENT_OUTPUTS.update(panel=panel, steps=steps_html(steps, known), world=world_view(task, steps),
-                                   verdict=verdict, preview=preview, files=file_list(files), status=status,
-                                   world_page=self.page(run.key, task, steps, pages))
+        return {"panel": episode.panel("done" if over else "stopped", EMPTY_PANEL), "verdict": verdict,
+                "preview": preview, "files": file_list(files), "status": status}
 
     @staticmethod
     def _progress(run: Run, step: int, doing: str) -> str:
@@ -337,27 +352,39 @@ def build(ctx: AppContext) -> dict[str, Any]:
             world = gr.JSON(label="World state (cart, orders, invoices)")
     preview = gr.HTML(elem_id="agent-preview")
     files = gr.File(label="Answer files", file_count="multiple", interactive=False, visible=False)
+    parts = {"panel": panel, "steps": steps, "world": world, "verdict": verdict, "preview": preview, "files": files,
+             "status": status, "world_page": world_page}
+    inputs = {"task": task, "instruction": instruction, "model": model, "max_replies": max_replies, "where": where}
+    task_page = _wire(ctx, agent, parts, inputs, controls, {"run": run_btn, "stop": stop_btn, **scenario_btns},
+                      (card_md, examples))
+    return {**parts, "model": model, "task": task, "task_page": task_page}
+
+
+def _wire(ctx: AppContext, agent: AgentHandlers, parts: dict[str, Any], inputs: dict[str, Any],
+          controls: dict[str, Any], buttons: dict[str, Any], card: tuple[Any, Any]):
+    """Run (button, Enter, a scenario), Stop, the task's page and the card; returns task_page."""
+    task, instruction, model, where = inputs["task"], inputs["instruction"], inputs["model"], inputs["where"]
+
     def task_page(task_id: str, request: gr.Request) -> str:
         return agent.task_page(task_id, run_key(request, "agent"))
 
     task.change(agent.describe, [task], [instruction], api_visibility="private", **QUIET).then(
-        task_page, [task], [world_page], api_visibility="private", **QUIET)
+        task_page, [task], [parts["world_page"]], api_visibility="private", **QUIET)
     handler = with_settings(agent.run, "agent", list(controls))
-    inputs = [task, instruction, model, max_replies, where, *controls.values()]
-    parts = {"panel": panel, "steps": steps, "world": world, "verdict": verdict, "preview": preview, "files": files,
-             "status": status, "world_page": world_page}
+    run_inputs = [task, instruction, model, inputs["max_replies"], where, *controls.values()]
     outputs = AGENT_OUTPUTS.components(parts)
     # picking the pages starts the app's browser meanwhile: the first run need not wait for it
     where.change(ctx.page_browser.warm, [where], None, queue=False, api_visibility="private", **QUIET)
-    run_btn.click(handler, inputs, outputs, api_name="agent", **GENERATE)
-    instruction.submit(handler, inputs, outputs, api_visibility="private", **GENERATE)
-    for name, button in scenario_btns.items():      # its whole instruction in the box first, then the run
-        button.click(lambda n=name: scenario_instruction(n), None, [instruction], queue=False,
-                     api_visibility="private", **QUIET).then(
+    buttons["run"].click(handler, run_inputs, outputs, api_name="agent", **GENERATE)
+    instruction.submit(handler, run_inputs, outputs, api_visibility="private", **GENERATE)
+    for name in SCENARIOS:                          # its whole instruction in the box first, then the run
+        buttons[name].click(lambda n=name: scenario_instruction(n), None, [instruction], queue=False,
+                            api_visibility="private", **QUIET).then(
             with_settings(scenario_runner(agent, name), "agent", list(controls)),
-            [model, max_replies, *controls.values()], outputs, api_visibility="private", **GENERATE)
-    stop_btn.click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
+            [model, inputs["max_replies"], *controls.values()], outputs, api_visibility="private", **GENERATE)
+    buttons["stop"].click(stopper(ctx.runs, "agent"), None, None, queue=False, api_visibility="private")
+    card_md, examples = card
     model.change(lambda name: card_update(ctx, name), [model], [card_md, examples], api_visibility="private",
                  **QUIET)
     examples.click(agent.pick_example, [examples], [task, instruction], api_visibility="private", **QUIET)
-    return {**parts, "model": model, "task": task, "task_page": task_page}
+    return task_page

@@ -32,7 +32,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.trace import ConfigError
+from engine.trace import ConfigError, GenerationConfig
 from sessions import TurnRecord
 from visualizer import extract_code, sandboxed_preview
 from world.agent import STOPPED, act
@@ -213,34 +213,15 @@ class ChatHandlers:
 
     def _run_turn(self, ask: TurnAsk, settings: Mapping[str, Any], key: tuple) -> Generator[tuple, None, None]:
         message, conversation_id, world = ask.message or "", ask.conversation_id, ask.world
-        model, system, random_seed, regenerating = ask.model, ask.system, ask.random_seed, ask.regenerating
+        model, system = ask.model, ask.system
         tree = ask.chat()
         path = tree.path()
         depth = len(path) if ask.depth is None else ask.depth
         if depth < len(path) and path[depth].shown.before is not None:    # a new version: from the world before it
             world = path[depth].shown.before.clone()
-        if not message.strip():
-            raise user_error("The prompt is empty: type a message for the model first.")
-        missing = missing_weights(self.ctx.registry, model)
-        if missing:                                  # before the panel could promise a load
-            raise user_error(missing)
-        if ask.where not in (WORLD, PAGES):
-            raise user_error(f"Tools run in the built-in world or in its web pages, not '{ask.where}'.")
-        try:
-            read = read_settings(settings)
-            config = read.config
-            if random_seed or (regenerating and config.temperature > 0):
-                config = config.replace(seed=secrets.randbelow(SEED_RANGE))
-        except ConfigError as exc:
-            raise user_error(str(exc)) from None
+        read, config = self._settings(ask, settings)
         history = [dict(m) for m in tree.history(depth)]
-        spec = None
-        if world is None or (not history and untouched(world)):
-            # a first message that is a held-out task's instruction opens that task's world (the
-            # page beside the panel then shows it); any other keeps the world already shown
-            found = world_spec_for(message)
-            if world is None or "task_id" in found:
-                spec, world = found, world_from_spec(found)
+        spec, world = self._start_world(world, history, message)
         before = world.clone()
         system = (system or "").strip()
         user = {"role": "user", "content": message}
@@ -285,6 +266,37 @@ class ChatHandlers:
                 yield updates(**final)
             heatmap, commits = turn.view.plots()
             yield updates(**final, heatmap=heatmap, commits=commits)
+
+    def _settings(self, ask: TurnAsk, settings: Mapping[str, Any]) -> tuple[Any, GenerationConfig]:
+        """(the tab's settings read, the turn's config with its seed), or the sentence saying why the
+        turn cannot run, before anything is drawn."""
+        if not (ask.message or "").strip():
+            raise user_error("The prompt is empty: type a message for the model first.")
+        missing = missing_weights(self.ctx.registry, ask.model)
+        if missing:                                  # before the panel could promise a load
+            raise user_error(missing)
+        if ask.where not in (WORLD, PAGES):
+            raise user_error(f"Tools run in the built-in world or in its web pages, not '{ask.where}'.")
+        try:
+            read = read_settings(settings)
+            config = read.config
+            if ask.random_seed or (ask.regenerating and config.temperature > 0):
+                config = config.replace(seed=secrets.randbelow(SEED_RANGE))
+        except ConfigError as exc:
+            raise user_error(str(exc)) from None
+        return read, config
+
+    @staticmethod
+    def _start_world(world: World | None, history: list[dict[str, Any]], message: str,
+                     ) -> tuple[dict[str, Any] | None, World]:
+        """(the spec of a world the turn opens, or None; the world it acts in). A first message
+        that is a held-out task's instruction opens that task's world (the page beside the panel
+        then shows it); any other keeps the world already shown."""
+        if world is None or (not history and untouched(world)):
+            found = world_spec_for(message)
+            if world is None or "task_id" in found:
+                return found, world_from_spec(found)
+        return None, world
 
     def _stream(self, run: Run, turn: ChatTurn, world: World, context: list[dict[str, str]],
                 conversation_id: int | None, spec: dict[str, Any] | None, system: str) -> Generator[tuple, None, Watch]:

@@ -176,46 +176,58 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
             controls["temperature"] = _slider("temperature", None, defaults["temperature"], prefix)
     with gr.Accordion("More settings: presets, top-p and top-k, seed, pace, remasking, cache", open=False,
                       elem_id=f"{prefix}-more-settings"):
-        if with_sampling:                              # Compare and Chat, where DiffusionGemma can run
-            controls.update(noise_controls(prefix, defaults))
-        with gr.Accordion("How this works: blocks, steps, samplers, numbers", open=False,
-                          elem_id=f"{prefix}-how-it-works"):
-            gr.Markdown(how_it_works())
-        with gr.Row():
-            preset = gr.Dropdown(preset_names(ctx), value=None, label="Preset", elem_id=f"{prefix}-preset",
-                                 info="Named settings: the model's defaults, Show every round, Watch it edit, "
-                                      "or one you saved.")
-            preset_name = gr.Textbox(label="Save these settings as", placeholder="a name",
-                                     elem_id=f"{prefix}-preset-name", info="Saved in the session store, for every tab.")
-            with gr.Column(min_width=120):
-                save = gr.Button("Save preset", elem_id=f"{prefix}-save-preset", size="sm")
-                every = gr.Button(SHOW_EVERY_ROUND, elem_id=f"{prefix}-every-round", size="sm")
-        if with_sampling:
-            with gr.Row():
-                controls["top_p"] = _slider("top_p", None, defaults.get("top_p", 1.0), prefix)
-                controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
-        with gr.Row():
-            controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
-                                          prefix)
-            if with_sampling:
-                controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
-                                             elem_id=f"{prefix}-seed")
-        with gr.Row():
-            controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
-                                             info=INFO["remask"], elem_id=f"{prefix}-remask")
-            controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
-                                                defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
-        with gr.Row():
-            controls["remask_count"] = _slider("remask_count", None,
-                                               defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
-            if with_sampling:                          # the agent tab runs Sprout models, which keep no such cache
-                controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
-                                                info=INFO["cache"], elem_id=f"{prefix}-cache")
-        if more is not None:
-            more()
-    status = gr.Markdown(elem_id=f"{prefix}-preset-status")
+        presets = _more_settings(controls, prefix, defaults, with_sampling, ctx, more)
+    presets["status"] = gr.Markdown(elem_id=f"{prefix}-preset-status")
     controls = {name: controls[name] for name in ORDER if name in controls}     # the API's positional order
+    _wire_presets(controls, presets, defaults, ctx)
+    return controls
 
+
+def _more_settings(controls: dict[str, gr.Component], prefix: str, defaults: Mapping[str, Any], with_sampling: bool,
+                   ctx: Any, more: Callable[[], Any] | None) -> dict[str, gr.Component]:
+    """The disclosure's controls, added to `controls`; returns the preset row's components."""
+    if with_sampling:                              # Compare and Chat, where DiffusionGemma can run
+        controls.update(noise_controls(prefix, defaults))
+    with gr.Accordion("How this works: blocks, steps, samplers, numbers", open=False, elem_id=f"{prefix}-how-it-works"):
+        gr.Markdown(how_it_works())
+    with gr.Row():
+        preset = gr.Dropdown(preset_names(ctx), value=None, label="Preset", elem_id=f"{prefix}-preset",
+                             info="Named settings: the model's defaults, Show every round, Watch it edit, "
+                                  "or one you saved.")
+        preset_name = gr.Textbox(label="Save these settings as", placeholder="a name",
+                                 elem_id=f"{prefix}-preset-name", info="Saved in the session store, for every tab.")
+        with gr.Column(min_width=120):
+            save = gr.Button("Save preset", elem_id=f"{prefix}-save-preset", size="sm")
+            every = gr.Button(SHOW_EVERY_ROUND, elem_id=f"{prefix}-every-round", size="sm")
+    if with_sampling:
+        with gr.Row():
+            controls["top_p"] = _slider("top_p", None, defaults.get("top_p", 1.0), prefix)
+            controls["top_k"] = _slider("top_k", "Top-k", defaults.get("top_k", 0), prefix)
+    with gr.Row():
+        controls["pace_ms"] = _slider("pace_ms", "Playback pace (ms per drawn state)", defaults.get("pace_ms", 0),
+                                      prefix)
+        if with_sampling:
+            controls["seed"] = gr.Number(defaults["seed"], precision=0, label="Seed", info=INFO["seed"],
+                                         elem_id=f"{prefix}-seed")
+    with gr.Row():
+        controls["remask"] = gr.Dropdown(REMASK_CHOICES, value=defaults.get("remask", "off"), label="Remasking",
+                                         info=INFO["remask"], elem_id=f"{prefix}-remask")
+        controls["remask_rounds"] = _slider("remask_rounds", "Remask rounds per block",
+                                            defaults.get("remask_rounds", _EDIT_DEFAULTS["remask_rounds"]), prefix)
+    with gr.Row():
+        controls["remask_count"] = _slider("remask_count", None,
+                                           defaults.get("remask_count", _EDIT_DEFAULTS["remask_count"]), prefix)
+        if with_sampling:                          # the agent tab runs Sprout models, which keep no such cache
+            controls["cache"] = gr.Dropdown(list(CACHE_MODES), value=defaults.get("cache", "none"), label="Cache",
+                                            info=INFO["cache"], elem_id=f"{prefix}-cache")
+    if more is not None:
+        more()
+    return {"preset": preset, "preset_name": preset_name, "save": save, "every": every}
+
+
+def _wire_presets(controls: dict[str, gr.Component], presets: dict[str, gr.Component], defaults: Mapping[str, Any],
+                  ctx: Any) -> None:
+    """A preset picked, Show every round, Save preset; and the sampler's own parameters shown."""
     names = list(controls)
     outputs = list(controls.values())
 
@@ -235,11 +247,11 @@ def generation_controls(prefix: str, defaults: Mapping[str, Any], with_sampling:
     parameters = [controls[name] for name in SAMPLER_PARAMETERS]
     controls["sampler"].change(sampler_parameters_shown, [controls["sampler"]], parameters, api_visibility="private",
                                queue=False, show_progress="hidden")
+    preset = presets["preset"]
     preset.input(apply, [preset, *outputs], outputs, api_visibility="private", show_progress="hidden")
-    every.click(teach, outputs, outputs, api_visibility="private", show_progress="hidden")
-    save.click(store_preset, [preset_name, *outputs], [preset, status], api_visibility="private",
-               show_progress="hidden")
-    return controls
+    presets["every"].click(teach, outputs, outputs, api_visibility="private", show_progress="hidden")
+    presets["save"].click(store_preset, [presets["preset_name"], *outputs], [preset, presets["status"]],
+                          api_visibility="private", show_progress="hidden")
 
 
 def sampler_parameters_shown(sampler: str | None) -> list[Any]:

@@ -237,72 +237,100 @@ def build(ctx: AppContext) -> dict[str, Any]:
     """The Sessions tab, inside the caller's gr.Tab; returns the refresh event's pieces (the page
     load lists the sessions once)."""
     sessions = SessionsHandlers(ctx)
-    quiet = {"show_progress": "hidden"}
-    opened, replay_trace = gr.State(None), gr.State(None)
+    c: dict[str, Any] = {"opened": gr.State(None), "replay_trace": gr.State(None)}
+    c.update(_list_and_actions())
+    c["status"] = gr.Markdown(elem_id="sessions-status")
+    c.update(_transcript_and_replay())
+    _wire(sessions, c)
+    listing = [c["sessions_list"], c["picker"], c["status"]]
+    return {"refresh": (sessions.refresh, [c["kind"], c["query"]], listing), "continue": c["continue_btn"],
+            "opened": c["opened"]}
+
+
+def _list_and_actions() -> dict[str, Any]:
+    """The filter and search, the list, the picker and its buttons, the title, the delete question."""
+    c: dict[str, Any] = {}
     with gr.Row():
-        kind = gr.Radio(KIND_CHOICES, value="all", label="Show", info="Which kind of stored conversation to list.")
-        query = gr.Textbox(label="Search (full text)", elem_id="session-search",
-                           info="Words from any message or title; Enter searches.")
-        refresh_btn = gr.Button("Search / refresh")
-    sessions_list = gr.Dataframe(headers=SESSION_COLUMNS, interactive=False, wrap=True, elem_id="sessions-list",
-                                 label="Stored conversations (click a row to open it)", max_height=320)
+        c["kind"] = gr.Radio(KIND_CHOICES, value="all", label="Show", info="Which kind of stored conversation to list.")
+        c["query"] = gr.Textbox(label="Search (full text)", elem_id="session-search",
+                                info="Words from any message or title; Enter searches.")
+        c["refresh_btn"] = gr.Button("Search / refresh")
+    c["sessions_list"] = gr.Dataframe(headers=SESSION_COLUMNS, interactive=False, wrap=True, elem_id="sessions-list",
+                                      label="Stored conversations (click a row to open it)", max_height=320)
     with gr.Row():
-        picker = gr.Dropdown([], label="Conversation", allow_custom_value=True, elem_id="session-picker", scale=4,
-                             info="The conversation Open, Delete and Export act on (or click its row).")
-        open_btn = gr.Button("Open")
-        delete_btn = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
-        export_btn = gr.Button("Export")
-        import_btn = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
-        continue_btn = gr.Button("Continue in Chat", variant="primary", elem_id="session-continue")
+        c["picker"] = gr.Dropdown([], label="Conversation", allow_custom_value=True, elem_id="session-picker",
+                                  scale=4, info="The conversation Open, Delete and Export act on (or click its row).")
+        c["open_btn"] = gr.Button("Open")
+        c["delete_btn"] = gr.Button("Delete conversation", variant="stop", elem_id="session-delete")
+        c["export_btn"] = gr.Button("Export")
+        c["import_btn"] = gr.UploadButton("Import JSON", file_types=[".json"], elem_id="session-import")
+        c["continue_btn"] = gr.Button("Continue in Chat", variant="primary", elem_id="session-continue")
     with gr.Row(equal_height=False):
-        title = gr.Textbox(label="Title", elem_id="session-title", scale=4, max_length=MAX_TITLE_CHARS,
-                           info="The opened conversation's title: change it and press Rename (or Enter).")
-        rename_btn = gr.Button("Rename", elem_id="session-rename", scale=1, min_width=100)
+        c["title"] = gr.Textbox(label="Title", elem_id="session-title", scale=4, max_length=MAX_TITLE_CHARS,
+                                info="The opened conversation's title: change it and press Rename (or Enter).")
+        c["rename_btn"] = gr.Button("Rename", elem_id="session-rename", scale=1, min_width=100)
     with gr.Row(visible=False, elem_id="delete-confirm") as confirm_row:
-        question = gr.Markdown(elem_id="delete-question")
-        confirm_btn = gr.Button("Yes, delete it", variant="stop", elem_id="delete-yes")
-        cancel_btn = gr.Button("Cancel", elem_id="delete-cancel")
-    status = gr.Markdown(elem_id="sessions-status")
+        c["question"] = gr.Markdown(elem_id="delete-question")
+        c["confirm_btn"] = gr.Button("Yes, delete it", variant="stop", elem_id="delete-yes")
+        c["cancel_btn"] = gr.Button("Cancel", elem_id="delete-cancel")
+    c["confirm_row"] = confirm_row
+    return c
+
+
+def _transcript_and_replay() -> dict[str, Any]:
+    """The opened transcript beside the replay of one of its generations, its plots and exports."""
+    c: dict[str, Any] = {}
     with gr.Row():
         with gr.Column(scale=4):
-            transcript = gr.HTML(elem_id="transcript")
+            c["transcript"] = gr.HTML(elem_id="transcript")
         with gr.Column(scale=5):
-            turn = gr.Dropdown([], label="Generation to replay", allow_custom_value=True,
-                               info="Each answer the model generated in this conversation, with its trace.")
-            replay_scrubber = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay",
-                                        info="Drag to any forward; 0 is the canvas before the first one.")
+            c["turn"] = gr.Dropdown([], label="Generation to replay", allow_custom_value=True,
+                                    info="Each answer the model generated in this conversation, with its trace.")
+            c["replay_scrubber"] = gr.Slider(1, 2, value=1, step=1, visible=False, label="Replay",
+                                             info="Drag to any forward; 0 is the canvas before the first one.")
             with gr.Row(equal_height=False):
-                pace = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
-                                 info=pace_info())
-                replay_btn = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
-            replay_panel = gr.HTML(elem_id="replay-panel")
+                c["pace"] = gr.Slider(0, 1000, value=PACE_MS, step=10, label="Playback pace (ms per round)", scale=4,
+                                      info=pace_info())
+                c["replay_btn"] = gr.Button("▶ Replay", size="sm", scale=1, min_width=90, elem_id="session-replay")
+            c["replay_panel"] = gr.HTML(elem_id="replay-panel")
     with gr.Row():
-        replay_heatmap, replay_commits = gr.Plot(min_width=PLOT_MIN_WIDTH), gr.Plot(min_width=PLOT_MIN_WIDTH)
-    files = gr.File(label="Exports", file_count="multiple", interactive=False, visible=False)
-    preview = gr.HTML()
-    listing = [sessions_list, picker, status]
-    refresh_btn.click(sessions.refresh, [kind, query], listing, api_name="sessions_list")
+        c["replay_heatmap"], c["replay_commits"] = gr.Plot(min_width=PLOT_MIN_WIDTH), gr.Plot(min_width=PLOT_MIN_WIDTH)
+    c["files"] = gr.File(label="Exports", file_count="multiple", interactive=False, visible=False)
+    c["preview"] = gr.HTML()
+    return c
+
+
+def _wire(sessions: SessionsHandlers, c: dict[str, Any]) -> None:
+    quiet = {"show_progress": "hidden"}
+    kind, query, picker, opened, status = c["kind"], c["query"], c["picker"], c["opened"], c["status"]
+    listing = [c["sessions_list"], picker, status]
+    c["refresh_btn"].click(sessions.refresh, [kind, query], listing, api_name="sessions_list")
     query.submit(sessions.refresh, [kind, query], listing, api_visibility="private")
     kind.change(sessions.refresh, [kind, query], listing, api_visibility="private")
-    opening = [transcript, turn, opened, status]
-    open_btn.click(sessions.open, [picker], opening, api_name="sessions_open")
+    opening = [c["transcript"], c["turn"], opened, status]
+    c["open_btn"].click(sessions.open, [picker], opening, api_name="sessions_open")
     picker.input(sessions.open, [picker], opening, api_visibility="private")
-    sessions_list.select(sessions.open_row, None, [picker, *opening], api_visibility="private", **quiet)
-    turn.change(sessions.show_turn, [opened, turn], [replay_trace, replay_scrubber, replay_panel, replay_heatmap,
-                                                     replay_commits], api_name="sessions_turn")
-    replay_scrubber.input(scrub_panel, [replay_trace, replay_scrubber], [replay_panel], trigger_mode="always_last",
-                          api_name="sessions_scrub", **quiet)
-    delete_btn.click(sessions.ask_delete, [picker], [confirm_row, question], api_visibility="private", **quiet)
-    cancel_btn.click(lambda: gr.Row(visible=False), None, [confirm_row], api_visibility="private", **quiet)
-    confirm_btn.click(lambda c, k, q: (*sessions.delete(c, k, q), gr.Row(visible=False)), [picker, kind, query],
-                      [sessions_list, picker, status, transcript, opened, confirm_row], api_name="sessions_delete")
-    export_btn.click(sessions.export, [opened, replay_trace], [files, preview], api_name="sessions_export")
-    import_btn.upload(sessions.import_json, [import_btn, kind, query], [sessions_list, picker, status, *opening[:3]],
-                      api_name="sessions_import", **quiet)   # a refusal is the toast alone, no badge per output
-    replay_btn.click(play_again, [replay_trace, pace], [replay_panel, replay_scrubber], api_visibility="private",
-                     **quiet)
-    opened.change(lambda c: (c or {}).get("title", ""), [opened], [title], api_visibility="private", **quiet)
-    renaming = ([picker, title, kind, query], [sessions_list, picker, status, transcript, opened])
-    rename_btn.click(sessions.rename, *renaming, api_name="sessions_rename", **quiet)
-    title.submit(sessions.rename, *renaming, api_visibility="private", **quiet)
-    return {"refresh": (sessions.refresh, [kind, query], listing), "continue": continue_btn, "opened": opened}
+    c["sessions_list"].select(sessions.open_row, None, [picker, *opening], api_visibility="private", **quiet)
+    c["turn"].change(sessions.show_turn, [opened, c["turn"]],
+                     [c["replay_trace"], c["replay_scrubber"], c["replay_panel"], c["replay_heatmap"],
+                      c["replay_commits"]], api_name="sessions_turn")
+    c["replay_scrubber"].input(scrub_panel, [c["replay_trace"], c["replay_scrubber"]], [c["replay_panel"]],
+                               trigger_mode="always_last", api_name="sessions_scrub", **quiet)
+    confirm_row = c["confirm_row"]
+    c["delete_btn"].click(sessions.ask_delete, [picker], [confirm_row, c["question"]], api_visibility="private",
+                          **quiet)
+    c["cancel_btn"].click(lambda: gr.Row(visible=False), None, [confirm_row], api_visibility="private", **quiet)
+    c["confirm_btn"].click(lambda p, k, q: (*sessions.delete(p, k, q), gr.Row(visible=False)), [picker, kind, query],
+                           [c["sessions_list"], picker, status, c["transcript"], opened, confirm_row],
+                           api_name="sessions_delete")
+    c["export_btn"].click(sessions.export, [opened, c["replay_trace"]], [c["files"], c["preview"]],
+                          api_name="sessions_export")
+    c["import_btn"].upload(sessions.import_json, [c["import_btn"], kind, query], [*listing, *opening[:3]],
+                           api_name="sessions_import", **quiet)   # a refusal is the toast alone, no badge per output
+    c["replay_btn"].click(play_again, [c["replay_trace"], c["pace"]], [c["replay_panel"], c["replay_scrubber"]],
+                          api_visibility="private", **quiet)
+    opened.change(lambda conversation: (conversation or {}).get("title", ""), [opened], [c["title"]],
+                  api_visibility="private", **quiet)
+    renaming = ([picker, c["title"], kind, query], [c["sessions_list"], picker, status, c["transcript"], opened])
+    c["rename_btn"].click(sessions.rename, *renaming, api_name="sessions_rename", **quiet)
+    c["title"].submit(sessions.rename, *renaming, api_visibility="private", **quiet)

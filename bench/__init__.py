@@ -11,6 +11,7 @@ sentence. Speed and quality targets live here, never in timed unit tests.
     python -m bench train [--twins ar bd] [--steps 200]  training speed, fast path against the old one
     python -m bench hostile [--max-mb 8] [--seconds 10]  hostile JSON: scan time by size, the page under attack
     python -m bench races [--races 5]                    the same Compare race N times: does model time hold?
+    python -m bench stop [--trials 5]                    how long Stop takes in Chat, Agent and Compare
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import sys
 
 COMMANDS = {"agent": "bench.agent", "decode": "bench.decode", "fuzz": "bench.fuzz", "fused": "bench.fused",
             "api": "bench.api", "kernels": "bench.kernels", "train": "bench.train", "hostile": "bench.hostile",
-            "pages": "bench.pages", "races": "bench.races"}
+            "pages": "bench.pages", "races": "bench.races",
+            "stop": "bench.stop"}
 
 
 def main(argv: list[str] | None = None) -> int:

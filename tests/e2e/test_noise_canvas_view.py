@@ -62,6 +62,7 @@ def test_a_canvas_goes_from_noise_to_text_and_races_an_ar_model(browser, tmp_pat
         expect(page.locator("#chat-sampler input")).to_have_value("entropy_bounded", timeout=20_000)
         expect(page.locator("#chat-block-size input[type=number]")).to_have_value("16")
         page.locator("#prompt textarea").fill("Say hi")
+        page.locator("#live-panel").wait_for(state="attached", timeout=30_000)      # mounted (test_watching.record)
         page.evaluate(RECORD_JS, "#live-panel")             # every state the panel shows, as the page draws it
         page.locator("#send").click()
         noise = page.locator("#live-panel .dp-cell.dp-noise")

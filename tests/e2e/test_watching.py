@@ -71,6 +71,9 @@ def shot(page, name: str, element: str | None = None) -> None:
 
 
 def record(page, selector: str) -> None:
+    # Gradio mounts the page's columns one after another: the message box can be there before the
+    # panel beside it, and observing a panel not mounted yet failed (1 run in 3 on a loaded machine)
+    page.locator(selector).wait_for(state="attached", timeout=30_000)
     page.evaluate(RECORD_JS, selector)
 
 
@@ -219,6 +222,7 @@ def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(br
         set_number(page, "#compare-pace-ms", "40")
         set_number(page, "#compare-threshold", "0.5")          # the diffusion side decides several tokens a forward
         record(page, "#compare-baseline-panel")
+        page.locator("#compare-diffusion-panel").wait_for(state="attached", timeout=30_000)
         page.evaluate(PAIR_JS)
         page.locator("#compare-prompt textarea").fill(task["instruction"])
         page.locator("#race").click()
