@@ -51,7 +51,7 @@ from .conversation_world import (
 from .exports import export_answer
 from .keep_end import keep_end_of
 from .live import TraceView
-from .messages import failure, user_error
+from .messages import failure, over_context, user_error
 from .names import with_names
 from .outputs import OutputNames
 from .page_venue import PAGES, WORLD, PagesUnavailable
@@ -247,7 +247,7 @@ class ChatHandlers:
                                   keep_end=gr.Button(visible=True))
                 else:
                     yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL)
-                raise user_error(early)
+                raise over_context(early) if ask.depth is None else user_error(early)
             conversation_id = watch.save()
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             panel = turn.final_panel()

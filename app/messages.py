@@ -20,6 +20,15 @@ def user_error(message: str) -> gr.Error:
     return gr.Error(str(message), title="Cannot do that", print_exception=False)
 
 
+class OverContext(gr.Error):
+    """A message over the model's context: its refusal in the page also offers to keep the end
+    that fits (app/keep_end.py), in the same update as the sentence."""
+
+
+def over_context(message: str) -> OverContext:
+    return OverContext(str(message), title="Cannot do that", print_exception=False)
+
+
 def refusal_line(sentence: str) -> str:
     """A refusal as the status line under the message box shows it (Markdown, the sentence as text)."""
     return f"⚠️ **Cannot do that.** {markdown_text(sentence)}"

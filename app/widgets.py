@@ -58,7 +58,7 @@ def with_settings(fn: Callable[..., Any], tab: str, names: list[str]) -> Callabl
 
 def refusals_beside(handler: Callable[..., Any], refused: Callable[[str], Any]) -> Callable[..., Any]:
     """The browser's form of a streaming `with_settings` handler: a gr.Error (a sentence a person
-    can act on) becomes one more update, `refused(sentence)`, which puts it in the tab's status
+    can act on) becomes one more update, `refused(error)`, which puts it in the tab's status
     line under the box, instead of Gradio's modal and the red "Error" badge it lays over every
     output of the event (the conversation included). The handler has put the typed text back in
     the box by then. API clients keep the handler itself, whose endpoint raises the sentence."""
@@ -66,7 +66,7 @@ def refusals_beside(handler: Callable[..., Any], refused: Callable[[str], Any]) 
         try:
             yield from handler(request, *values)
         except gr.Error as error:
-            yield refused(str(error.message))
+            yield refused(error)
     browser.__name__ = getattr(handler, "__name__", "handler")
     return browser
 
