@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import print_report
+from bench.report import print_report, seconds_line
 
 TARGET_SPREAD = 1.5
 
@@ -74,9 +74,9 @@ def table(report: dict[str, Any]) -> str:
     lines = [f"{report['races']} races of {report['prompt']!r} (model seconds per race; target: each within "
              f"{report['target_spread']}x of its side's median)", ""]
     for name, side in report["sides"].items():
-        races = " ".join(f"{v:.3f}" for v in side["model_s"])
-        lines.append(f"{name:<16} {races}   median {side['median_s']:.3f}  max/median {side['max_over_median']:.2f}"
-                     f"  median/min {side['median_over_min']:.2f}  {'met' if side['within_target'] else 'NOT met'}")
+        figures = (f"median {side['median_s']:.3f}  max/median {side['max_over_median']:.2f}  "
+                   f"median/min {side['median_over_min']:.2f}")
+        lines.append(seconds_line(name, side["model_s"], 16, figures, side["within_target"]))
     lines.append("wall seconds per race (loading included): " + " ".join(f"{w:.2f}" for w in report["wall_s"]))
     return "\n".join(lines)
 

@@ -60,3 +60,8 @@ def load_model(spec: str, device: str) -> Any:
     from engine.catalog import load_backend
 
     return load_backend(spec, device)
+
+
+def seconds_line(name: str, values: list[float], width: int, figures: str, met: bool) -> str:
+    """One row of a timing table: the name, every value, then the summary figures and the verdict."""
+    return f"{name:<{width}} {' '.join(f'{v:.3f}' for v in values)}   {figures}  {'met' if met else 'NOT met'}"

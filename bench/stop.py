@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import print_report
+from bench.report import print_report, seconds_line
 
 TARGET_S = 1.0
 TABS = ("chat", "agent", "compare")
@@ -96,9 +96,8 @@ def table(report: dict[str, Any]) -> str:
     lines = [f"Stop, {report['trials']} trial(s) per tab, a forward of {report['forward_ms']:.0f} ms "
              f"(seconds from Stop to 'Stopped' in the status line; target under {report['target_s']:.1f} s)", ""]
     for tab, row in report["tabs"].items():
-        trials = " ".join(f"{v:.3f}" for v in row["stop_s"])
-        lines.append(f"{tab:<8} {trials}   median {row['median_s']:.3f}  max {row['max_s']:.3f}  "
-                     f"{'met' if row['within_target'] else 'NOT met'}")
+        lines.append(seconds_line(tab, row["stop_s"], 8, f"median {row['median_s']:.3f}  max {row['max_s']:.3f}",
+                                  row["within_target"]))
     return "\n".join(lines)
 
 

@@ -60,26 +60,17 @@ def ctx(tmp_path):
 
 
 @pytest.mark.parametrize("tab", ["chat", "agent", "compare"])
-def test_a_stop_goes_through_the_one_watch_and_saves_once(ctx, monkeypatch, tab):
+@pytest.mark.parametrize("ending", ["stop", "close"])
+def test_a_stop_or_a_closed_handler_goes_through_the_one_watch_and_saves_once(ctx, monkeypatch, tab, ending):
     saves = Saves(monkeypatch)
     key, stream = start(tab, ctx)
     for _ in range(4):
         next(stream)
-    assert ctx.runs.stop(key)                             # what the Stop button does
-    list(stream)
-    assert saves.calls == [[False]]                       # one Watch, its save once, at the turn's end
-    stored = ctx.store.list_conversations(kind=tab)
-    assert len(stored) == 1
-    assert not ctx.runs.running(key)
-
-
-@pytest.mark.parametrize("tab", ["chat", "agent", "compare"])
-def test_a_closed_handler_saves_what_was_decided_once(ctx, monkeypatch, tab):
-    saves = Saves(monkeypatch)
-    key, stream = start(tab, ctx)
-    for _ in range(4):
-        next(stream)
-    stream.close()                                        # what Gradio does on a client's cancel
-    assert saves.calls == [[True]]
+    if ending == "stop":
+        assert ctx.runs.stop(key)                         # what the Stop button does
+        list(stream)
+    else:
+        stream.close()                                    # what Gradio does on a client's cancel
+    assert saves.calls == [[ending == "close"]]           # one Watch, its save once (cut when closed)
     assert len(ctx.store.list_conversations(kind=tab)) == 1
     assert not ctx.runs.running(key)
