@@ -1,8 +1,10 @@
 """Pure functions from traces to HTML, plots, standalone replays and LaTeX."""
 
+from .cells import decision_matrix
 from .code_export import extract_code, fenced_code, sandboxed_preview
-from .grid import GRID_CSS, decision_matrix, render_grid, visible_piece
+from .grid import GRID_CSS, render_grid
 from .latex import latex_document, latex_escape
+from .pieces import visible_piece
 from .plots import commits_per_forward, decision_heatmap, race_plot, turn_race_plot
 from .replay import standalone_replay_html
 

@@ -1,27 +1,22 @@
 """The live token grid: one HTML cell per generated position at one frame of a trace.
 
-Pure functions from `engine.trace` frames to an HTML string. Every piece of model text goes
-through `markupsafe.escape`: `gr.HTML` does not sanitise, so an `<img onerror>` token would run.
+Pure functions from `engine.trace` frames to an HTML string: what each cell shows comes from
+visualizer/cells.py (the one derivation, which the exported replay's player draws too), and this
+file writes it as HTML. Every piece of model text goes through `markupsafe.escape`: `gr.HTML` does
+not sanitise, so an `<img onerror>` token would run.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from engine.metrics import LABELS, Ends, numbers
+from engine.metrics import Ends
 from engine.trace import Frame, Stats
-from visualizer.noise_grid import NOISE_CSS, render_noise_grid
-from visualizer.pieces import (  # noqa: F401  (the glyphs are read from here too)
-    END_GLYPH,
-    MASK_GLYPH,
-    REMASK_GLYPH,
-    VISIBLE_WHITESPACE,
-    piece_of,
-    visible_piece,
-)
+from visualizer.cells import Cell, StepView, has_rewrites, step_view
+from visualizer.noise_grid import NOISE_CSS, noise_legend
+from visualizer.pieces import END_GLYPH, MASK_GLYPH, REMASK_GLYPH
 
 # Text keeps full colour in every state (contrast >= 4.5:1); confidence fades the background only
 # (--dp-c in [0, 1]), and "new this round" is marked by an underline and an outline as well as colour.
@@ -64,48 +59,6 @@ GRID_CSS = """
 """ + NOISE_CSS
 
 
-def decision_matrix(
-    frames: Sequence[Frame], gen_length: int
-) -> tuple[list[int | None], list[int | None], list[float | None]]:
-    """When each position was decided: (round inside its block, NFE, confidence at commit).
-
-    None where no frame committed the position. A position committed twice keeps the last
-    commit, because that is the token on the final canvas.
-    """
-    round_of_position: list[int | None] = [None] * gen_length
-    nfe_of_position: list[int | None] = [None] * gen_length
-    confidence: list[float | None] = [None] * gen_length
-    for frame in frames:
-        for position, _token, conf in frame.committed:
-            if 0 <= position < gen_length:
-                round_of_position[position] = frame.round
-                nfe_of_position[position] = frame.nfe
-                confidence[position] = conf
-    return round_of_position, nfe_of_position, confidence
-
-
-def last_edits(frames: Sequence[Frame]) -> dict[int, tuple[int, int, int]]:
-    """position -> (old token, new token, NFE) of the last rewrite of it in `frames` (Frame.edits)."""
-    edited: dict[int, tuple[int, int, int]] = {}
-    for frame in frames:
-        for position, old, new in frame.edits:
-            edited[position] = (old, new, frame.nfe)
-    return edited
-
-
-def confidence_level(confidence: float | None) -> float:
-    """Confidence at commit clamped to [0, 1] (1 when unknown): how strong a cell's background is."""
-    if confidence is None or not math.isfinite(confidence):
-        return 1.0
-    return round(min(max(float(confidence), 0.0), 1.0), 3)
-
-
-def _cell(text: str, classes: str, title: str, level: float | None = None) -> Markup:
-    style = f' style="--dp-c:{level}"' if level is not None and level < 1.0 else ""
-    inner = escape(visible_piece(text))
-    return Markup('<span class="{}" title="{}"{}>{}</span>').format(classes, title, Markup(style), inner)
-
-
 _LEGEND_ITEMS = Markup(
     '<span><span class="dp-key dp-key-new">new</span> decided by this forward (underlined, '
     'outlined)</span><span><span class="dp-key dp-key-done">earlier</span> decided before (paler = less sure)'
@@ -127,69 +80,56 @@ def legend_html(prefilled: bool = False, edited: bool = False) -> Markup:
         _LEGEND_ITEMS, _LEGEND_EDITS if edited else Markup(""), _LEGEND_PRE if prefilled else Markup(""))
 
 
-def _edited_cell(position: int, old: str, new: str, classes: str, title: str, level: float) -> Markup:
-    """A rewritten token: the old piece struck through before the new one and a double outline
-    (not colour alone); title and aria-label say "edited: old -> new", and the cell
-    takes focus so a keyboard reaches what the mouse hovers."""
-    style = f' style="--dp-c:{level}"' if level < 1.0 else ""
-    return Markup('<span class="{} dp-edited" tabindex="0" title="{}" aria-label="{}"{}>'
-                  '<s class="dp-old" aria-hidden="true">{}</s>{}</span>').format(
-        classes, title, f"#{position}: {new!r}, edited: {old!r} -> {new!r}", Markup(style),
-        visible_piece(old), visible_piece(new))
 
 
-def has_rewrites(frames: Sequence[Frame]) -> bool:
-    """Whether a trace rewrote or remasked any token (its legend then explains those cells)."""
-    return any(f.edits or f.remasked for f in frames)
+def cell_html(cell: Cell) -> Markup:
+    """One cell: its classes, title and aria-label, its confidence as --dp-c (below 1 only), the old
+    piece struck through before a rewritten one, and a line break after a piece with a newline."""
+    attributes = Markup(' tabindex="0"') if cell.focus else Markup("")
+    attributes += Markup(' title="{}"').format(cell.title)
+    if cell.label:
+        attributes += Markup(' aria-label="{}"').format(cell.label)
+    if cell.level < 1.0:
+        attributes += Markup(' style="--dp-c:{}"').format(cell.level)
+    old = Markup('<s class="dp-old" aria-hidden="true">{}</s>').format(cell.old) if cell.old else Markup("")
+    brk = Markup('<span class="dp-break"></span>') if cell.breaks else Markup("")
+    return Markup('<span class="{}"{}>{}{}</span>{}').format(cell.classes, attributes, old, cell.text, brk)
 
 
-def prefilled_positions(frames: Sequence[Frame]) -> dict[int, int]:
-    """position -> NFE of the frame whose scaffold placed it, over `frames` (engine/scaffold)."""
-    placed: dict[int, int] = {}
-    for frame in frames:
-        for position in frame.prefilled:
-            placed.setdefault(position, frame.nfe)
-    return placed
-
-
-def _readout(frame: Frame | None, num_blocks: int, shown: Sequence[Frame], ends: Ends, stats: Stats | None,
-             prefilled: int, scope: str, autoregressive: bool, gen_length: int) -> Markup:
+def readout_html(view: StepView, scope: str = "") -> Markup:
+    """The numbers above the grid (each item's label and value), or "Waiting for the first forward…"."""
     scope_item = Markup('<span class="dp-scope"><b>{}</b>:</span>').format(scope) if scope else Markup("")
-    if frame is None:
-        return Markup('<div class="dp-readout">{}<span>Waiting for the first forward…</span></div>').format(
-            scope_item)
-    # The numbers of the frames shown so far, or the run's own once it is over (engine/metrics.py).
-    now = stats if stats is not None else numbers(shown, ends, "running")
-    # An AR run has no blocks: each forward writes the next token.
-    where = [("token", f"{len(frame.canvas)}/{gen_length}")] if autoregressive else [
-        ("round", str(frame.round + 1)), ("block", f"{frame.block + 1}/{num_blocks}")]
-    items = [
-        *where,
-        (LABELS["nfe"], str(now.nfe)),
-        (LABELS["new_tokens"], str(now.new_tokens)),
-        (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"),
-        (LABELS["seconds"], f"{now.seconds:.3f} s"),
-        (LABELS["tokens_per_s"], f"{now.tokens_per_s:.1f}"),
-    ]
-    if prefilled:
-        items.append(("pre-filled by the schema", str(prefilled)))
-    parts = [Markup("<span>{}: <b>{}</b></span>").format(name, value) for name, value in items]
-    return Markup('<div class="dp-readout">{}{}</div>').format(scope_item, Markup("").join(parts))
+    if view.frame is None:
+        return Markup('<div class="dp-readout">{}<span>Waiting for the first forward…</span></div>').format(scope_item)
+    items = Markup("").join(
+        Markup('<span class="dp-stop">{}: <b>{}</b></span>' if name == "stop" else "<span>{}: <b>{}</b></span>")
+        .format(name, value) for name, value in view.readout)
+    return Markup('<div class="dp-readout">{}{}</div>').format(scope_item, items)
 
 
-def block_bounds(gen_length: int, block_size: int, canvas_length: int = 0) -> list[tuple[int, int]]:
-    """The blocks' (start, stop) positions of a diffusion canvas, up to gen_length. Aligned blocks
-    (engine.generate.block_slices) shorten the first block to f = size - t, t = P mod size, and
-    make the canvas gen_length + (f mod size) positions long (SDAR, LLaDA2), or gen_length - t
-    (Fast-dLLM v2, tail_in_length): a canvas longer by e (0 < e < size) has a first block of e,
-    one shorter by t (0 < t < size) a first block of size - t. Any other length (unaligned, or
-    0 for an autoregressive span, which grows) means even blocks from 0."""
-    size = max(1, block_size)
-    extra = canvas_length - gen_length if canvas_length else 0
-    first = extra if 0 < extra < size else size + extra if -size < extra < 0 else size
-    end = min(gen_length, canvas_length) if canvas_length else gen_length
-    starts = [0, *range(first, end, size)]
-    return [(start, min(stop, end)) for start, stop in zip(starts, [*starts[1:], max(end, 1)])]
+def view_html(view: StepView, legend: Markup | None = None, scope: str = "") -> str:
+    """A step's view as the grid's HTML: the readout, the drawn blocks (the active one outlined)
+    and the legend."""
+    if view.noise and view.frame is None:
+        return str(Markup('<div class="dp-grid">{}</div>').format(readout_html(view, scope)))
+    drawn, at = [], 0
+    for b, (start, stop) in enumerate(view.bounds):
+        cells = Markup("").join(cell_html(cell) for cell in view.cells[at: at + stop - start])
+        at += stop - start
+        if b < view.drawn:
+            classes = "dp-block dp-active" if b == view.active else "dp-block"
+            drawn.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, cells))
+    kind = "dp-grid dp-noise-grid" if view.noise else "dp-grid"
+    return str(Markup('<div class="{}">{}<div class="dp-cells">{}</div>{}</div>').format(
+        kind, readout_html(view, scope), Markup("").join(drawn), legend or Markup("")))
+
+
+def trace_legend(frames: Sequence[Frame]) -> Markup:
+    """The legend a trace's grid shows: the noise canvas's, or the masked grid's with the entries
+    its frames need (pre-filled, edited and remasked)."""
+    if any(f.noise is not None for f in frames):
+        return noise_legend()
+    return legend_html(any(f.prefilled for f in frames), has_rewrites(frames))
 
 
 def render_grid(
@@ -208,86 +148,14 @@ def render_grid(
 
     `frames` are the frames so far (a live run passes what it has); a single Frame also works,
     but then earlier commits have no round/confidence record and show as plain filled cells.
-    Answer tokens decided in the shown frame are marked new, earlier ones are plain (paler when
-    the model was less sure), undecided ones show a mask glyph; the active block is outlined.
-    Positions a schema scaffold placed (Frame.prefilled) are drawn as pre-filled, never as new.
-    `ends` names the EOS / pad ids: positions from the first EOS on, and pad, are drawn as
-    "after the end", never as new and never counted (engine/metrics.py). Pass `stats` once the
-    run has finished to show its own numbers, and `scope` to say what they cover
-    (engine.metrics.scope_label). Blocks are drawn where the engine decoded them (block_bounds:
-    aligned blocks make the first one shorter).
+    What each cell shows is visualizer/cells.py `step_view`'s: answer tokens decided in the shown
+    frame are new, earlier ones plain (paler when the model was less sure), undecided ones a mask
+    glyph, a scaffold's writes pre-filled, positions from the first EOS on "after the end"; a
+    uniform-noise trace draws its canvases (visualizer/noise_grid.py). Pass `stats` once the run
+    has finished to show its own numbers, and `scope` to say what they cover
+    (engine.metrics.scope_label).
     """
     if isinstance(frames, Frame):
         frames = [frames]
-    if any(f.noise is not None for f in frames):                 # a uniform-noise canvas: no masks to draw
-        return render_noise_grid(frames, pieces, gen_length, block_size, upto, stats, ends, legend, scope)
-    ends = ends or Ends(frozenset(), None, mask_id)
-    block_size = max(1, block_size)
-    if frames:
-        index = len(frames) - 1 if upto is None else min(max(upto, -len(frames)), len(frames) - 1)
-        if index < 0:
-            index += len(frames)
-        frame: Frame | None = frames[index]
-        shown = list(frames[: index + 1])
-    else:
-        frame, shown = None, []
-    rounds, nfes, confidences = decision_matrix(shown, gen_length)
-    last_tokens = {p: t for f in shown for p, t, _c in f.committed}
-    canvas = frame.canvas if frame is not None else []
-    bounds = block_bounds(gen_length, block_size, len(canvas) if mask_id is not None else 0)
-    num_blocks = len(bounds)
-    answer = set(ends.answer_positions(canvas))
-    new_now = {p for p, _t, _c in frame.committed} if frame is not None else set()
-    placed = prefilled_positions(shown)
-    edited = last_edits(shown)
-
-    drawn: list[Markup] = []
-    for b, (start, stop) in enumerate(bounds):
-        cells: list[Markup] = []
-        for position in range(start, stop):
-            token = canvas[position] if position < len(canvas) else None
-            if token is None or (mask_id is not None and token == mask_id):
-                if nfes[position] is not None:                                 # decided once, now remasked
-                    was = piece_of(pieces, last_tokens[position])
-                    cells.append(Markup('<span class="dp-cell dp-mask dp-remasked" title="{}" aria-label="{}">'
-                                        '{}</span>').format(f"#{position}: remasked (was {was!r}), to be decoded again",
-                                                            f"#{position}: remasked, was {was!r}", REMASK_GLYPH))
-                else:
-                    cells.append(Markup('<span class="dp-cell dp-mask" title="#{}: undecided">{}</span>').format(
-                        position, MASK_GLYPH))
-                continue
-            text = piece_of(pieces, token)
-            if position not in answer:
-                cells.append(_cell(END_GLYPH, "dp-cell dp-end", f"#{position}: {text!r} · after the answer's end"))
-                continue
-            if position in placed:
-                # Written by the schema scaffold, never re-masked: not a decision of the model.
-                cells.append(_cell(text, "dp-cell dp-pre",
-                                   f"#{position}: {text!r} · pre-filled by the schema at NFE {placed[position]}"))
-            elif nfes[position] is None:
-                # On the canvas without a commit record (a single frame passed alone).
-                cells.append(_cell(text, "dp-cell dp-filled", f"#{position}: {text!r}"))
-            else:
-                kind = "dp-new" if position in new_now else "dp-done"
-                title = (f"#{position}: {text!r} · round {rounds[position] + 1} · NFE {nfes[position]}"
-                         f" · confidence {float(confidences[position]):.2f}"
-                         + (" · new this round" if kind == "dp-new" else ""))
-                old, new, at = edited.get(position, (None, None, None))
-                if old is not None and new == token:
-                    was = piece_of(pieces, old)
-                    cells.append(_edited_cell(position, was, text, f"dp-cell {kind}",
-                                              f"{title} · edited: {was!r} -> {text!r} at NFE {at}",
-                                              confidence_level(confidences[position])))
-                else:
-                    cells.append(_cell(text, f"dp-cell {kind}", title, confidence_level(confidences[position])))
-            if "\n" in text:
-                cells.append(Markup('<span class="dp-break"></span>'))
-        active = frame is not None and b == frame.block
-        classes = "dp-block dp-active" if active else "dp-block"
-        drawn.append(Markup('<div class="{}" data-block="{}">{}</div>').format(classes, b, Markup("").join(cells)))
-
-    readout = _readout(frame, num_blocks, shown, ends, stats, len(answer.intersection(placed)), scope,
-                       mask_id is None, gen_length)
-    scaffolded = any(f.prefilled for f in frames)
-    return str(Markup('<div class="dp-grid">{}<div class="dp-cells">{}</div>{}</div>').format(
-        readout, Markup("").join(drawn), legend_html(scaffolded, has_rewrites(frames)) if legend else Markup("")))
+    view = step_view(frames, pieces, mask_id, gen_length, block_size, upto, stats, ends)
+    return view_html(view, trace_legend(frames) if legend else None, scope)

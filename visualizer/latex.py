@@ -13,7 +13,7 @@ import re
 
 from engine.trace import Result
 
-from .grid import decision_matrix, last_edits
+from .cells import decision_matrix, last_edits
 from .noise_grid import STOP_WORDS, settled_steps, stop_rules
 
 # One pass over the text: each special character maps to its replacement exactly once, so the

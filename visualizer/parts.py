@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from engine.trace import Frame
 
-from .grid import block_bounds
+from .cells import block_bounds
 
 TOKENS_PER_PART = 4          # at most this many of a block's commits appear at once
 MAX_PARTS = 4                # a forward is never drawn in more parts than this

@@ -1,8 +1,10 @@
-"""How a token and a position show in a grid cell: the one glyph table of the live grid
-(visualizer/grid.py), the noise canvas (visualizer/noise_grid.py), the plots' labels and the
-exported replay's player (templates/replay.js reads GLYPHS from the trace payload)."""
+"""How a token and a position show in a grid cell: the one glyph table of the cells every grid
+draws (visualizer/cells.py: the live grid, the noise canvas and the exported replay, whose player
+is sent the cells already drawn) and of the plots' labels."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 # Whitespace is invisible in a cell, so a token that is only " " or "\n" would look empty.
 # Each is mapped to a visible glyph; a newline also breaks the grid's line so the grid reads
@@ -14,11 +16,8 @@ REMASK_GLYPH = "\u21ba"    # a position put back to the mask, to be decoded agai
 END_GLYPH = "\u2205"       # a position after the answer's end (EOS, its fill, pad): never answer text
 UNKNOWN_PIECE = ("\u27e8", "\u27e9")   # around the id of a token the trace has no text for
 
-# What the replay player draws with, in its payload (visualizer/replay.py trace_payload).
-GLYPHS = {"whitespace": VISIBLE_WHITESPACE, "empty": EMPTY_PIECE, "mask": MASK_GLYPH, "remask": REMASK_GLYPH,
-          "end": END_GLYPH, "unknown": list(UNKNOWN_PIECE)}
 
-
+@lru_cache(maxsize=8192)      # a vocabulary's pieces recur: every cell of every step asks again
 def visible_piece(text: str) -> str:
     """Token text with whitespace replaced by visible glyphs; an empty piece shows as EMPTY_PIECE."""
     if text == "":

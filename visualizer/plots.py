@@ -14,7 +14,7 @@ from markupsafe import escape
 from engine.metrics import LABELS, Ends, answer_commits, edit_counts
 from engine.trace import Frame
 
-from .grid import decision_matrix
+from .cells import decision_matrix
 from .pieces import piece_of, visible_piece
 
 

@@ -1,10 +1,11 @@
 """A standalone HTML replay of one generation: one file, works offline, nothing but itself runs.
 
 The page is rendered by Jinja2 with autoescape; the trace travels as JSON in a non-executed
-`<script type="application/json">` block; a small vanilla-JS player (templates/replay.js) draws
-the grid with `textContent`. A Content-Security-Policy meta tag allows no network at all and
-only the player script, identified by its sha256 hash, so even a token that escaped its cell
-could not run.
+`<script type="application/json">` block, with what every cell shows at every step worked out here
+by visualizer/cells.py (the live grid's own derivation, sent as the cells that change from one step
+to the next); a small vanilla-JS player (templates/replay.js) only draws those, with `textContent`.
+A Content-Security-Policy meta tag allows no network at all and only the player script, identified
+by its sha256 hash, so even a token that escaped its cell could not run.
 """
 
 from __future__ import annotations
@@ -19,16 +20,15 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
-from engine.metrics import LABELS, summary_line
+from engine.metrics import Ends, summary_line
 from engine.trace import GenerationConfig, Result, block_size_of
-from visualizer.noise_grid import noise_legend
 from world.format import ParseError, dumps, parse_call
 from world.provenance import describe, label, unseen_in_call
 from world.tools import FINISH
 
-from .grid import GRID_CSS, block_bounds, has_rewrites, legend_html
+from .cells import block_bounds, step_view
+from .grid import GRID_CSS, trace_legend
 from .marks import MARK_CSS, flag_html
-from .pieces import GLYPHS
 
 # The player waits this long per round at 1x, longer when the trace is short, so that playing
 # a whole replay at the default speed takes at least MIN_REPLAY_S: a two-forward answer is
@@ -95,8 +95,9 @@ def _config_dict(config: GenerationConfig | dict[str, Any] | None) -> dict[str, 
 
 
 def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | None) -> dict[str, Any]:
-    """What the player needs: the frames plus the canvas geometry, the token pieces and the
-    glyphs a cell draws (visualizer/pieces.py, so the player keeps no table of its own)."""
+    """What the player needs: the trace itself (its frames, which the page carries as data), the
+    blocks' bounds, and `steps`: what the grid shows before the first forward and after each frame
+    (replay_steps), so the player derives nothing."""
     cfg = _config_dict(config) or {}
     canvas_length = max((len(f.canvas) for f in result.frames), default=len(result.token_ids))
     gen_length = int(cfg.get("gen_length") or canvas_length or 1)
@@ -104,9 +105,28 @@ def trace_payload(result: Result, config: GenerationConfig | dict[str, Any] | No
     payload = result.to_dict()
     blocks = block_bounds(gen_length, block_size, canvas_length if result.mask_id is not None else 0)
     payload.update(gen_length=gen_length, block_size=block_size, blocks=blocks, round_ms=round_ms(len(result.frames)),
-                   labels={k: LABELS[k] for k in ("nfe", "new_tokens", "tokens_per_forward", "seconds", "edits")},
-                   glyphs=GLYPHS)
+                   steps=replay_steps(result, gen_length, block_size, blocks))
     return payload
+
+
+def replay_steps(result: Result, gen_length: int, block_size: int,
+                 bounds: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """Step 0 (before the first forward) and one step per frame, each as the grid shows it
+    (visualizer/cells.py step_view, with the run's own numbers on the last): the readout's text,
+    the block outlined, how many blocks are drawn, and [position, *Cell.row()] for every cell
+    that differs from the step before (all of them at step 0)."""
+    ends = Ends.of_result(result, gen_length)
+    frames, steps, before = result.frames, [], None
+    for step in range(len(frames) + 1):
+        last = step == len(frames) and step > 0
+        view = step_view(frames[:step], result.pieces, result.mask_id, gen_length, block_size,
+                         stats=result.stats if last else None, ends=ends, bounds=bounds, noise=result.uniform_noise)
+        rows = [cell.row() for cell in view.cells]
+        said = " · ".join(f"{name} {value}" for name, value in view.readout) or "before the first forward"
+        steps.append({"readout": f"Step {step}/{len(frames)} · {said}", "active": view.active, "drawn": view.drawn,
+                      "cells": [[p, *row] for p, row in enumerate(rows) if before is None or before[p] != row]})
+        before = rows
+    return steps
 
 
 def round_ms(frames: int) -> int:
@@ -148,8 +168,7 @@ def standalone_replay_html(
     return template.render(
         csp=csp, title=title, prompt=prompt, model_name=model_name, answer=result.text,
         numbers=summary_line(result.stats, "generation") if result.stats else "", config=_config_dict(config),
-        legend=(noise_legend() if result.uniform_noise else
-                legend_html(any(f.prefilled for f in result.frames), has_rewrites(result.frames))),
+        legend=trace_legend(result.frames),
         css=Markup(GRID_CSS + MARK_CSS + PAGE_CSS), tool_call=tool_call_check(result.text, known),
         trace_json=json_for_script(trace_payload(result, config)),
         script=Markup(script),

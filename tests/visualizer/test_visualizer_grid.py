@@ -22,7 +22,9 @@ from tests.visualizer.test_visualizer_traces import (
     make_frames,
     make_result,
 )
-from visualizer.grid import GRID_CSS, decision_matrix, render_grid, visible_piece
+from visualizer.cells import decision_matrix
+from visualizer.grid import GRID_CSS, render_grid
+from visualizer.pieces import visible_piece
 
 
 class _Cells(HTMLParser):
@@ -187,7 +189,7 @@ def test_aligned_blocks_are_drawn_at_their_real_bounds():
     frame worked on."""
     from engine.blocks import block_slices
     from engine.trace import GenerationConfig
-    from visualizer.grid import block_bounds
+    from visualizer.cells import block_bounds
 
     for prompt_length in range(1, 10):
         for aligned, tail_in_length in ((True, False), (True, True), (False, False)):

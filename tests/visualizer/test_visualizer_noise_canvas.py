@@ -11,8 +11,8 @@ import re
 from engine.metrics import Ends
 from tests.noise_models import NOISE_CONFIG, noise_result
 from visualizer import latex_document, render_grid, standalone_replay_html
-from visualizer.grid import MASK_GLYPH
 from visualizer.noise_grid import STOP_WORDS, settled_steps
+from visualizer.pieces import MASK_GLYPH
 from visualizer.plots import commits_per_forward
 from visualizer.replay import trace_payload
 

@@ -12,7 +12,8 @@ import pytest
 from engine.trace import Frame, Result, Stats
 from tests.visualizer.test_visualizer_grid import parse
 from tests.visualizer.test_visualizer_traces import make_frames
-from visualizer.grid import GRID_CSS, legend_html, prefilled_positions, render_grid
+from visualizer.cells import prefilled_positions
+from visualizer.grid import GRID_CSS, legend_html, render_grid
 from visualizer.replay import standalone_replay_html
 
 MASK = 0
@@ -76,17 +77,22 @@ def test_the_prefilled_style_is_more_than_a_colour():
     assert "dp-key-pre" in legend_html(True) and "dp-key-pre" not in legend_html(False)
 
 
-def test_the_replay_carries_prefilled_positions_and_names_them_in_its_legend():
+def scaffolded_result() -> Result:
     frames = scaffolded_frames()
-    result = Result(token_ids=frames[-1].canvas, text='{"size": "M"}', frames=frames,
-                    stats=Stats(nfe=2, new_tokens=6, tokens_per_forward=3.0, seconds=0.02, tokens_per_s=300.0,
-                                first_token_s=0.01, stop_reason="length"), mask_id=MASK, pieces=dict(PIECES))
-    page = standalone_replay_html(result, "t", "p", "m", {"gen_length": GEN_LENGTH, "block_size": BLOCK_SIZE})
+    return Result(token_ids=frames[-1].canvas, text='{"size": "M"}', frames=frames,
+                  stats=Stats(nfe=2, new_tokens=6, tokens_per_forward=3.0, seconds=0.02, tokens_per_s=300.0,
+                              first_token_s=0.01, stop_reason="length"), mask_id=MASK, pieces=dict(PIECES))
+
+
+def test_the_replay_carries_prefilled_positions_and_names_them_in_its_legend():
+    page = standalone_replay_html(scaffolded_result(), "t", "p", "m", {"gen_length": GEN_LENGTH,
+                                                                       "block_size": BLOCK_SIZE})
     data = json.loads(re.search(r'<script type="application/json" id="trace">(.*?)</script>', page, re.S).group(1))
     assert [f["prefilled"] for f in data["frames"]] == [[0, 1, 2, 3, 5]] * 2
     assert "pre-filled by the schema (dotted, hatched)" in page
-    player = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
-    assert "dp-pre" in player and "prefilled" in player
+    # the player is sent the scaffold's cells as the live grid draws them: five pre-filled from step 1
+    step_one = {position: classes for position, classes, *_rest in data["steps"][1]["cells"]}
+    assert [p for p, classes in sorted(step_one.items()) if classes == "dp-cell dp-pre"] == [0, 1, 2, 3, 5]
 
 
 def test_the_latex_export_names_the_grey_of_prefilled_tokens():

@@ -13,11 +13,19 @@ import textwrap
 from html.parser import HTMLParser
 
 import pytest
+from markupsafe import escape
 
 from engine.trace import Frame
 from tests.visualizer.test_visualizer_traces import CONFIG, PIECES, make_ar_frames, make_result
-from visualizer.grid import visible_piece
-from visualizer.pieces import GLYPHS, MASK_GLYPH
+from visualizer.pieces import (
+    EMPTY_PIECE,
+    END_GLYPH,
+    MASK_GLYPH,
+    REMASK_GLYPH,
+    UNKNOWN_PIECE,
+    VISIBLE_WHITESPACE,
+    visible_piece,
+)
 from visualizer.replay import json_for_script, standalone_replay_html
 
 TRACE_RE = re.compile(r'<script type="application/json" id="trace">(.*?)</script>', re.DOTALL)
@@ -100,7 +108,10 @@ def test_non_finite_numbers_stay_valid_json():
 
 # A DOM stand-in just large enough for the player; innerHTML throws so any use of it fails.
 _FAKE_DOM = textwrap.dedent("""
-    function Node(tag) { this.tag = tag; this.children = []; this.style = {}; this.className = "";
+    function Style() { this.values = {}; }
+    Style.prototype.setProperty = function (name, value) { this.values[name] = value; };
+    Style.prototype.removeProperty = function (name) { delete this.values[name]; };
+    function Node(tag) { this.tag = tag; this.children = []; this.style = new Style(); this.className = "";
       this.textContent = ""; this.title = ""; this.hidden = false; this.listeners = {}; }
     Node.prototype.appendChild = function (c) { this.children.push(c); return c; };
     Node.prototype.addEventListener = function (name, fn) { this.listeners[name] = fn; };
@@ -163,7 +174,7 @@ def test_payload_names_the_end_ids_and_the_pace():
     payload = json.loads(TRACE_RE.findall(standalone_replay_html(make_eos_result(), "t", "p", "m", None))[0])
     assert payload["eos_ids"] == [1] and payload["pad_id"] == 0
     assert payload["round_ms"] * len(payload["frames"]) >= 2000
-    assert payload["labels"]["new_tokens"] == "answer tokens"
+    assert "answer tokens 6" in payload["steps"][-1]["readout"]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed; the JS player is not executed")
@@ -220,18 +231,67 @@ def test_a_replayed_tool_call_marks_values_found_nowhere_before_it():
     assert "<h2>Tool call</h2>" not in replay_of_call(miscopied, None)          # without the context, no claim
 
 
-def test_the_player_draws_with_the_one_glyph_table():
-    """templates/replay.js keeps no glyph of its own: they come in the payload from
-    visualizer/pieces.py, the table the live grid draws with."""
+def test_the_player_derives_nothing_and_keeps_no_glyph():
+    """templates/replay.js keeps no glyph and no rule of its own: what each cell shows comes in the
+    payload, worked out by visualizer/cells.py as for the live grid."""
     from pathlib import Path
 
     import visualizer.replay
 
     player = (Path(visualizer.replay.__file__).parent / "templates" / "replay.js").read_text(encoding="utf-8")
-    glyphs = [*GLYPHS["whitespace"].values(), GLYPHS["empty"], GLYPHS["remask"], GLYPHS["end"], *GLYPHS["unknown"]]
+    glyphs = [*VISIBLE_WHITESPACE.values(), EMPTY_PIECE, REMASK_GLYPH, END_GLYPH, *UNKNOWN_PIECE, MASK_GLYPH]
     for glyph in glyphs:
         assert glyph not in player and f"\\u{ord(glyph):04x}" not in player.lower(), glyph
-    # the mask glyph doubles as the titles' separator (" · "), so only a cell drawn with it counts
-    assert not re.search(r'textContent = "(\\u00b7|\u00b7)"', player)
-    payload = json.loads(TRACE_RE.findall(standalone_replay_html(make_result(), "t", "p", "m", CONFIG))[0])
-    assert payload["glyphs"] == json.loads(json.dumps(GLYPHS))
+    for field in ("mask_id", "eos_ids", ".frames", ".committed", ".edits", ".prefilled", ".noise", ".canvas"):
+        assert field not in player, field                   # no frame is read: the views are drawn as sent
+
+
+def replayed_rows(steps: list[dict]) -> list[list[list]]:
+    """Every step's full row of cells, rebuilt from the payload's changes as the player does."""
+    rows: list[list[list]] = []
+    for step in steps:
+        row = list(rows[-1]) if rows else [None] * len(step["cells"])
+        for position, *cell in step["cells"]:
+            row[position] = cell
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("trace", ["masked", "edits", "prefilled", "eos", "autoregressive", "noise"])
+def test_every_replay_step_is_the_live_grids_view(trace):
+    """The replay's steps and the live grid come from one derivation: at every step the cells the
+    player draws are visualizer/cells.py step_view's for the frames so far, and the grid's HTML
+    holds the same titles."""
+    from engine.metrics import Ends
+    from tests.noise_models import NOISE_CONFIG, noise_result
+    from tests.visualizer.test_visualizer_edits import edit_result
+    from tests.visualizer.test_visualizer_prefilled import scaffolded_result
+    from tests.visualizer.test_visualizer_traces import EOS_GEN_LENGTH, make_eos_result
+    from visualizer.cells import step_view
+    from visualizer.grid import render_grid
+    from visualizer.replay import trace_payload
+
+    result, config = {
+        "masked": (make_result(), CONFIG), "edits": (edit_result(), CONFIG), "prefilled": (scaffolded_result(), CONFIG),
+        "eos": (make_eos_result(), {"gen_length": EOS_GEN_LENGTH, "block_size": 4}),
+        "autoregressive": (dataclasses.replace(make_result(), frames=make_ar_frames(6), mask_id=None),
+                           {"gen_length": 8, "block_size": 4}),
+        "noise": (noise_result(), NOISE_CONFIG)}[trace]
+    payload = json.loads(json.dumps(trace_payload(result, config)))
+    rows = replayed_rows(payload["steps"])
+    assert len(rows) == len(result.frames) + 1
+    gen_length, size = payload["gen_length"], payload["block_size"]
+    bounds = [tuple(b) for b in payload["blocks"]]
+    ends = Ends.of_result(result, gen_length)
+    for step in range(1, len(rows)):
+        stats = result.stats if step == len(result.frames) else None
+        view = step_view(result.frames[:step], result.pieces, result.mask_id, gen_length, size, stats=stats,
+                         ends=ends, bounds=bounds)
+        assert rows[step] == json.loads(json.dumps([cell.row() for cell in view.cells])), step
+        assert payload["steps"][step]["active"] == view.active
+        html = render_grid(result.frames[:step], result.pieces, result.mask_id, gen_length, size, ends=ends)
+        drawn = [c for c in view.cells[: bounds[view.drawn - 1][1]]]
+        for cell in drawn:
+            assert f'title="{escape(cell.title)}"' in html, cell
+    before = {"noise": "dp-cell dp-end"}.get(trace, "dp-cell dp-mask")            # before the first forward
+    assert rows[0] and {cell[0] for cell in rows[0]} == {before}
