@@ -51,7 +51,7 @@ from .conversation_world import (
 from .exports import export_answer
 from .keep_end import keep_end_of
 from .live import TraceView
-from .messages import failure, over_context, user_error
+from .messages import also_showing, failure, refusal, user_error
 from .names import with_names
 from .outputs import OutputNames
 from .page_venue import PAGES, WORLD, PagesUnavailable
@@ -202,12 +202,13 @@ class ChatHandlers:
             for update in turn:
                 drawn = True
                 yield update
-        except gr.Error:
+        except gr.Error as error:
+            shows: dict[str, Any] = {}
             if not drawn and not ask.regenerating and ask.depth is None and (ask.message or "").strip():
-                yield updates(prompt=ask.message)
+                shows["prompt"] = ask.message
             if not drawn and ask.depth is not None:        # an edit refused: the chat as it was shown
-                yield updates(chatbot=ask.chat().messages())
-            raise
+                shows["chatbot"] = ask.chat().messages()
+            raise also_showing(error, **shows) from None
         finally:
             turn.close()                 # a closed handler (a client's cancel) closes the turn, which saves
 
@@ -242,12 +243,9 @@ class ChatHandlers:
             elif early and not turn.steps:
                 # the prompt alone outgrew the context: nothing ran, so the chat goes back to where it
                 # was and the message back into the box (the page emptied it as it sent)
-                if ask.depth is None:            # and the offer to cut it to the end that fits
-                    yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL, prompt=message,
-                                  keep_end=gr.Button(visible=True))
-                else:
-                    yield updates(chatbot=tree.messages(), panel=EMPTY_PANEL)
-                raise over_context(early) if ask.depth is None else user_error(early)
+                # and the offer to cut it to the end that fits; all with the sentence (Refusal)
+                offer = dict(prompt=message, keep_end=gr.Button(visible=True)) if ask.depth is None else {}
+                raise refusal(early, chatbot=tree.messages(), panel=EMPTY_PANEL, **offer)
             conversation_id = watch.save()
             entries = named_answers(turn.entries(answer, early), world, turn.structured)
             panel = turn.final_panel()

@@ -19,7 +19,7 @@ from .conversation_world import (
     world_examples,
     world_from_spec,
 )
-from .messages import OverContext, refusal_line, user_error
+from .messages import refusal_line, user_error
 from .noise_controls import follow_noise_models
 from .page_venue import WHERE_CHOICES, WORLD
 from .recent_chats import RECENT, RecentChats
@@ -260,10 +260,8 @@ def _wire_turns(ctx: AppContext, chat: ChatHandlers, c: dict[str, Any]) -> None:
     keep_end = with_settings(chat.keep_end, "chat", names)
 
     def refused(error: gr.Error) -> tuple:
-        # one update: the sentence, and for a message over the context the offer beside it (an offer
-        # shown by the update before this one went missing in 3 of 7 fresh-clone runs)
-        offer = {"keep_end": gr.Button(visible=True)} if isinstance(error, OverContext) else {}
-        return updates(status=refusal_line(str(error.message)), **offer)
+        # one update: the sentence and what the refusal puts back (app/messages.py Refusal)
+        return updates(status=refusal_line(str(error.message)), **getattr(error, "shows", {}))
 
     # Enter or Send while an answer is generated: the turn's event waits in Gradio's queue behind it
     # (trigger_mode "multiple": the default drops it silently) and reads the conversation as that

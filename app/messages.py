@@ -7,6 +7,8 @@ Content-Security-Policy, app/csp.py, stands behind that).
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 
 from engine.backends.base import BackendError
@@ -20,13 +22,27 @@ def user_error(message: str) -> gr.Error:
     return gr.Error(str(message), title="Cannot do that", print_exception=False)
 
 
-class OverContext(gr.Error):
-    """A message over the model's context: its refusal in the page also offers to keep the end
-    that fits (app/keep_end.py), in the same update as the sentence."""
+class Refusal(gr.Error):
+    """A refusal that also puts things back in the page: `shows` maps output names (app/outputs.py)
+    to what they show with the sentence (the typed text back in the box, the chat as it was, the
+    offer to keep the end that fits). The page's refusal handler (app/widgets.py refusals_beside)
+    sends them in the same update as the sentence, never in an update before it: when streamed
+    updates reach the page together, Gradio draws only the last (seen in e2e runs under load), so
+    what an earlier update showed was lost in 3 of 7 fresh-clone runs (the keep-the-end offer)."""
+
+    def __init__(self, message: str, shows: dict[str, Any] | None = None) -> None:
+        super().__init__(str(message), title="Cannot do that", print_exception=False)
+        self.shows = dict(shows or {})
 
 
-def over_context(message: str) -> OverContext:
-    return OverContext(str(message), title="Cannot do that", print_exception=False)
+def refusal(message: str, **shows: Any) -> Refusal:
+    return Refusal(message, shows)
+
+
+def also_showing(error: gr.Error, **shows: Any) -> Refusal:
+    """`error` as a Refusal that also shows `shows`; what the error already showed wins (it was
+    set nearer to where the refusal happened)."""
+    return Refusal(str(error.message), {**shows, **getattr(error, "shows", {})})
 
 
 def refusal_line(sentence: str) -> str:

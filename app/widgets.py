@@ -56,12 +56,13 @@ def with_settings(fn: Callable[..., Any], tab: str, names: list[str]) -> Callabl
     return handler
 
 
-def refusals_beside(handler: Callable[..., Any], refused: Callable[[str], Any]) -> Callable[..., Any]:
+def refusals_beside(handler: Callable[..., Any], refused: Callable[[gr.Error], Any]) -> Callable[..., Any]:
     """The browser's form of a streaming `with_settings` handler: a gr.Error (a sentence a person
     can act on) becomes one more update, `refused(error)`, which puts it in the tab's status
     line under the box, instead of Gradio's modal and the red "Error" badge it lays over every
-    output of the event (the conversation included). The handler has put the typed text back in
-    the box by then. API clients keep the handler itself, whose endpoint raises the sentence."""
+    output of the event (the conversation included). A Refusal (app/messages.py) also carries
+    what goes back in the page, the typed text in the box first, for that same update. API
+    clients keep the handler itself, whose endpoint raises the sentence."""
     def browser(request: gr.Request, *values: Any):
         try:
             yield from handler(request, *values)

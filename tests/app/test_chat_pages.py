@@ -71,7 +71,8 @@ def test_a_browser_that_cannot_start_is_a_sentence_and_the_message_comes_back(tm
             updates.append(update)
     said = caught.value.message
     assert "could not start" in said and "built-in world" in said and "Traceback" not in said
-    assert updates[-1][OUT["prompt"]] == task["instruction"]          # what was typed is not lost
+    assert caught.value.shows["prompt"] == task["instruction"]       # what was typed is not lost, with the sentence
+    assert not updates                                               # nothing drawn before it
     assert ctx.store.list_conversations(kind="chat") == [] and "calls" not in log
     with pytest.raises(gr.Error, match="built-in world or in its web pages"):
         turn(chat, "Show my cart.", "elsewhere")

@@ -118,11 +118,11 @@ def test_editing_an_earlier_message_answers_from_the_world_before_it_and_forgets
     assert [m["content"] for m in back[1] if m["role"] == "user"] == ["first question", "second question"]
     assert back[2].cart == [["P1A2", 1]]    # that branch's world, as it left it
     shown = []
-    with pytest.raises(gr.Error, match="prompt is empty"):      # refused: the chat as it was shown again
+    with pytest.raises(gr.Error, match="prompt is empty") as refused:    # refused: the chat as it was shown again,
         for update in chat.edit((0, "  "), edited[OUT["history"]], None, edited[OUT["world"]], edited[OUT["tree"]],
                                 "fake-bd", "", False, settings=named(SETTINGS)):
             shown.append(update)
-    assert shown[-1][OUT["chatbot"]] == edited[OUT["chatbot"]]
+    assert refused.value.shows["chatbot"] == edited[OUT["chatbot"]] and not shown     # in the refusal's own update
     with pytest.raises(gr.Error, match="no longer in the chat"):
         list(chat.edit((40, "x"), edited[OUT["history"]], None, None, edited[OUT["tree"]], "fake-bd", "", False,
                        settings=named(SETTINGS)))

@@ -9,6 +9,7 @@ import pytest
 
 from app.chat import ChatHandlers
 from app.keep_end import kept_end
+from app.messages import Refusal
 from tests.app.test_app_handlers import OUT, SETTINGS, named, settled
 from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
@@ -48,10 +49,13 @@ def test_chat_offers_the_cut_after_the_refusal_and_answers_it(tmp_path):
         chat = ChatHandlers(context, updates_per_second=1e9)
         message = "x" * 300 + "the end"
         shown = []
-        with pytest.raises(gr.Error, match="prompt is .* tokens long"):
+        with pytest.raises(Refusal, match="prompt is .* tokens long") as refused:
             for update in chat.submit(message, [], None, None, None, "fake-bd", "", False, settings=named(SETTINGS)):
                 shown.append(update)
-        assert shown[-1][OUT["prompt"]] == message and shown[-1][OUT["keep_end"]].visible   # kept, and offered
+        # kept, and offered, with the sentence itself: no update before it shows either (app/messages.py)
+        assert refused.value.shows["prompt"] == message and refused.value.shows["keep_end"].visible
+        assert not any(getattr(u[OUT["keep_end"]], "visible", False) is True or u[OUT["prompt"]] == message
+                       for u in shown)
         kept, status, button = chat.keep_end(message, None, [], "fake-bd", "", settings=named(SETTINGS))
         assert message.endswith(kept) and kept.endswith("the end") and len(kept) < len(message)
         assert f"Kept the last {len(kept)} characters" in status and not button.visible
