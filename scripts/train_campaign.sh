@@ -12,7 +12,7 @@
 # same number of steps (its steps are ~2.5x cheaper), unless STEPS fixes the count for both.
 # Each twin gets the machine's threads while it trains (run the test suite after, not beside).
 # The new weights land in runs/out/sprout-<twin>-<STAGE>; copy them over models/ only when
-# they beat the shipped ones on validation (bench agent on the conversation, office-six,
+# they beat the shipped ones on validation (scripts/eval_campaign.sh: bench agent on the conversation, office-six,
 # hand-written, phrasing and template sets), and commit weights at most twice a session.
 set -euo pipefail
 stage=${1:?give the stage name, e.g. s2}
