@@ -80,8 +80,6 @@ def legend_html(prefilled: bool = False, edited: bool = False) -> Markup:
         _LEGEND_ITEMS, _LEGEND_EDITS if edited else Markup(""), _LEGEND_PRE if prefilled else Markup(""))
 
 
-
-
 def cell_html(cell: Cell) -> Markup:
     """One cell: its classes, title and aria-label, its confidence as --dp-c (below 1 only), the old
     piece struck through before a rewritten one, and a line break after a piece with a newline."""
