@@ -138,7 +138,8 @@ def step_view(frames: Sequence[Frame], pieces: dict[int, str], mask_id: int | No
     fixed over a whole replay (default: block_bounds of the shown frame's canvas), and `noise` to
     say whether the trace is a uniform-noise one when no frame is shown yet (default: whether a
     frame carries Frame.noise)."""
-    if noise if noise is not None else any(f.noise is not None for f in frames):   # no masks to draw
+    uniform = any(f.noise is not None for f in frames) if noise is None else noise
+    if uniform:                                                  # a uniform-noise canvas: no masks to draw
         return _noise_view(_shown(frames, upto), pieces, gen_length, block_size, stats, ends, bounds, max_steps)
     return _mask_view(_shown(frames, upto), pieces, mask_id, gen_length, block_size, stats, ends, bounds)
 
