@@ -18,8 +18,9 @@ from visualizer.escape import markdown_text
 
 
 def user_error(message: str) -> gr.Error:
-    """A gr.Error to raise: the handler stops and the person reads `message`."""
-    return gr.Error(str(message), title="Cannot do that", print_exception=False)
+    """A gr.Error to raise: the handler stops and the person reads `message` (a Refusal that
+    puts nothing back)."""
+    return Refusal(message)
 
 
 class Refusal(gr.Error):

@@ -149,6 +149,13 @@ def _numbers(shown: list[Frame], ends: Ends, stats: Stats | None) -> Stats:
     return stats if stats is not None else numbers(shown, ends, "running")
 
 
+def _counts(now: Stats) -> list[tuple[str, str]]:
+    """The readout's numbers every grid shows: forwards, answer tokens, tokens per forward, model time."""
+    return [(LABELS["nfe"], str(now.nfe)), (LABELS["new_tokens"], str(now.new_tokens)),
+            (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"),
+            (LABELS["seconds"], f"{now.seconds:.3f} s")]
+
+
 def _mask_view(shown: list[Frame], pieces: dict[int, str], mask_id: int | None, gen_length: int, block_size: int,
                stats: Stats | None, ends: Ends | None, bounds: list[tuple[int, int]] | None) -> StepView:
     ends = ends or Ends(frozenset(), None, mask_id)
@@ -194,9 +201,7 @@ def _mask_view(shown: list[Frame], pieces: dict[int, str], mask_id: int | None, 
         # An AR run has no blocks: each forward writes the next token.
         where = [("token", f"{len(canvas)}/{gen_length}")] if mask_id is None else [
             ("round", str(frame.round + 1)), ("block", f"{frame.block + 1}/{len(bounds)}")]
-        items = [*where, (LABELS["nfe"], str(now.nfe)), (LABELS["new_tokens"], str(now.new_tokens)),
-                 (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"),
-                 (LABELS["seconds"], f"{now.seconds:.3f} s"), (LABELS["tokens_per_s"], f"{now.tokens_per_s:.1f}")]
+        items = [*where, *_counts(now), (LABELS["tokens_per_s"], f"{now.tokens_per_s:.1f}")]
         if now.edits:                   # shown only where the run rewrote something (engine/metrics.py)
             items.append((LABELS["edits"], str(now.edits)))
         prefilled = len(answer.intersection(placed))
@@ -258,9 +263,7 @@ def _noise_view(shown: list[Frame], pieces: dict[int, str], gen_length: int, blo
                 cells.append(_noisy(position, step, pieces, position in accepted, position in changed,
                                     accepted_before))
     now = _numbers(shown, ends, stats)
-    items = step_counter(frame, max_steps, len(bounds)) + [
-        (LABELS["nfe"], str(now.nfe)), (LABELS["new_tokens"], str(now.new_tokens)),
-        (LABELS["tokens_per_forward"], f"{now.tokens_per_forward:.2f}"), (LABELS["seconds"], f"{now.seconds:.3f} s")]
+    items = step_counter(frame, max_steps, len(bounds)) + _counts(now)
     if stats is not None and stats.upstream_tokens_per_forward is not None:
         items.append((LABELS["upstream_tokens_per_forward"], f"{stats.upstream_tokens_per_forward:.2f}"))
     return StepView(frame, bounds, cells, frame.block + 1, items, noise=True)
