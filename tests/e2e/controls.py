@@ -22,14 +22,22 @@ def set_number(page, control: str, value: str) -> None:
 
 def show_setting(page, control: str) -> None:
     """Open the tab's "More settings" disclosure when `control` (a CSS id selector such as
-    "#chat-pace-ms") sits closed inside it; its tab is the id's first word."""
+    "#chat-pace-ms") sits closed inside it; its tab is the id's first word.
+
+    Gradio mounts the children of an accordion only once it is open, and a moment after the click
+    (about 40 ms on a quiet machine, far longer under load); an accordion's open state is also a
+    prop that a late update of it can set back. A single look right after "Generation settings"
+    was clicked once left "More settings" closed (CI, stop 53). So look again until the control
+    shows, opening the disclosure whenever it is on the page and closed."""
     from playwright.sync_api import expect
 
     target = page.locator(control)
-    if target.is_visible():
-        return
     tab = control.lstrip("#").split("-", 1)[0]
-    more = page.locator(f"#{tab}-more-settings")
-    if more.count() and not target.is_visible():
-        more.get_by_text("More settings").first.click()
+    toggle = page.locator(f"#{tab}-more-settings > button.label-wrap")
+    for _ in range(100):
+        if target.is_visible():
+            return
+        if toggle.is_visible() and "open" not in (toggle.get_attribute("class") or "").split():
+            toggle.click()
+        page.wait_for_timeout(100)
     expect(target).to_be_visible()
