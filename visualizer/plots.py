@@ -28,9 +28,9 @@ def integer_axis(largest: float, start: int = 0) -> dict:
 # page's CSS turns its text light in dark mode); grey lines read on both.
 THEME = {"paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)"}
 LINES = {"gridcolor": "rgba(127,127,127,0.25)", "zerolinecolor": "rgba(127,127,127,0.4)"}
-# The legend in its own row above the plot area, under the title: below it, it sat on the x-axis title.
-LEGEND = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0}
-LEGEND_MARGIN = {"l": 50, "r": 20, "t": 78, "b": 46}
+# A figure's height; where its head starts (below the label Gradio lays over the figure's top
+# left corner, about 30 px); the title's line and the scope's line under it; one legend row.
+HEIGHT_PX, TOP_PX, TITLE_PX, SCOPE_PX, ROW_PX = 360, 34, 30, 20, 22
 
 
 def themed(fig: go.Figure) -> go.Figure:
@@ -93,15 +93,33 @@ def decision_heatmap(
     for b in range(1, -(-gen_length // max(1, block_size))):
         fig.add_vline(x=b * block_size - 0.5, line_width=1, line_dash="dot", opacity=0.4)
     fig.update_layout(
-        title={"text": _titled("When each token was decided", scope)}, xaxis_title="position", yaxis_title=y_title,
+        xaxis_title="position", yaxis_title=y_title,
         yaxis={"autorange": "reversed", **integer_axis(rows, 1)}, xaxis=integer_axis(gen_length - 1),
-        margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=320,
+        **headed("When each token was decided", scope),
     )
     return themed(fig)
 
 
-def _titled(title: str, scope: str) -> str:
-    return f"{title} · {escape(scope)}" if scope else title
+def headed(title: str, scope: str, legend_rows: int = 0, right_px: int = 20) -> dict:
+    """Layout settings that stack the figure's head in its top margin: the title, what it covers
+    (the scope, engine.metrics.scope_label) on a smaller line under it, then the legend, each below
+    the one before, so none sits on another. The title is short enough for the Chat tab, where a
+    plot is about 320 px wide and plotly cuts a title it cannot fit (17 px type: about 30
+    characters); the legend names the rest (pre-filled tokens, edits). At that width a horizontal
+    legend may give each entry a row of its own, so the margin holds `legend_rows` rows (a wider
+    plot uses fewer and leaves a gap), and the figure grows by the rows past two, so the plot
+    area keeps its height. Positions are fractions of the figure's height (yref "container")."""
+    head_px = TOP_PX + TITLE_PX + (SCOPE_PX if scope else 0)
+    height = HEIGHT_PX + max(0, legend_rows - 2) * ROW_PX
+    layout = {"title": {"text": title, "yref": "container", "y": 1 - TOP_PX / height, "yanchor": "top"},
+              "margin": {"l": 50, "r": right_px, "t": head_px + legend_rows * ROW_PX + 8, "b": 46},
+              "height": height}
+    if scope:
+        layout["title"]["subtitle"] = {"text": str(escape(scope))}
+    if legend_rows:
+        layout["legend"] = {"orientation": "h", "yref": "container", "yanchor": "top", "y": 1 - head_px / height,
+                            "xanchor": "left", "x": 0}
+    return layout
 
 
 def answer_placed(frames: Sequence[Frame], ends: Ends) -> list[int]:
@@ -156,13 +174,10 @@ def commits_per_forward(frames: Sequence[Frame], ends: Ends | None = None, scope
             trace.offsetgroup = "decided"
         for trace in fig.data[2:-1]:
             trace.offsetgroup = "decided"
-    title = "Answer tokens decided (and pre-filled) per forward" if any(placed) else "Answer tokens decided per forward"
     fig.update_layout(
-        title={"text": _titled(title + (", and edits" if any(edits) else ""), scope)}, xaxis_title=LABELS["nfe"],
-        yaxis_title="answer tokens",
+        xaxis_title=LABELS["nfe"], yaxis_title="answer tokens",
         xaxis=integer_axis(max(nfe, default=1), 1), yaxis=integer_axis(max([*totals, *edits], default=1)),
-        barmode="stack",
-        margin=LEGEND_MARGIN, height=320, legend=LEGEND,
+        barmode="stack", **headed("Answer tokens per forward", scope, legend_rows=len(fig.data)),
     )
     return themed(fig)
 
@@ -188,11 +203,11 @@ def noise_steps(frames: Sequence[Frame], scope: str = "") -> go.Figure:
                           annotation_text="step cap" if f.noise.stop_rule == "max_steps" else "stable + confident",
                           annotation_position="top left", annotation_font_size=10)
     fig.update_layout(
-        title={"text": _titled("Accepted tokens and mean entropy per step", scope)}, xaxis_title=LABELS["nfe"],
+        xaxis_title=LABELS["nfe"],
         yaxis_title="tokens accepted", xaxis=integer_axis(max(nfe, default=1), 1),
         yaxis=integer_axis(max((len(f.noise.accepted) for f in steps), default=1)),
         yaxis2={"title": "mean entropy (nats)", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        barmode="stack", margin={**LEGEND_MARGIN, "r": 60}, height=320, legend=LEGEND)
+        barmode="stack", **headed("Accepted tokens per step", scope, legend_rows=len(fig.data), right_px=60))
     return themed(fig)
 
 
@@ -238,9 +253,8 @@ def turn_race_plot(sides: Sequence[tuple[str, Sequence[tuple[Sequence[Frame], En
             hovertemplate="%{x:.3f} s: %{y} tokens<extra>" + str(escape(label)) + "</extra>",
         ))
     fig.update_layout(
-        title={"text": _titled("Answer tokens over model time", scope)}, xaxis_title=f"{LABELS['seconds']} (s)",
+        xaxis_title=f"{LABELS['seconds']} (s)",
         yaxis_title="answer tokens (decided or pre-filled)" if scaffolded else "answer tokens decided",
-        yaxis=integer_axis(top),
-        margin=LEGEND_MARGIN, height=320, legend=LEGEND,
+        yaxis=integer_axis(top), **headed("Answer tokens over model time", scope, legend_rows=len(fig.data)),
     )
     return themed(fig)

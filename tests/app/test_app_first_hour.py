@@ -143,8 +143,14 @@ def test_plots_are_transparent_with_the_legend_above_the_plot_area():
     frame = Frame(nfe=1, block=0, round=0, committed=[(0, 5, 0.9)], canvas=[5], elapsed_s=0.1)
     for figure in (commits_per_forward([frame]), decision_heatmap([frame], {5: "a"}, 1, 1)):
         assert figure.layout.paper_bgcolor == "rgba(0,0,0,0)" and figure.layout.plot_bgcolor == "rgba(0,0,0,0)"
-    legend = commits_per_forward([frame]).layout.legend
-    assert legend.yanchor == "bottom" and legend.y >= 1
+    for scope in ("", "this generation"):
+        layout = commits_per_forward([frame], scope=scope).layout
+        legend_top_px = (1 - layout.legend.y) * layout.height             # yref "container": of the figure
+        title_top_px = (1 - layout.title.y) * layout.height
+        assert layout.legend.yref == "container" and layout.legend.yanchor == "top"
+        assert legend_top_px >= title_top_px + 30 + (20 if scope else 0)   # below the title and its scope line
+        # every entry fits above the plot area, even one per row (a plot about 320 px wide)
+        assert legend_top_px + 22 * len(commits_per_forward([frame]).data) <= layout.margin.t
 
 
 def test_a_scenario_puts_its_whole_instruction_in_the_box_before_it_runs():

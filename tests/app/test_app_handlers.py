@@ -524,5 +524,5 @@ def test_a_chat_turns_numbers_say_what_they_cover(tmp_path):
                 settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
     assert final[OUT["status"]].startswith("this turn (3 generations): answer tokens ")
     assert "<b>this generation (3 of 3 in this turn)</b>" in final[OUT["panel"]]
-    assert final[OUT["heatmap"]].layout.title.text.endswith("this generation (3 of 3 in this turn)")
+    assert final[OUT["heatmap"]].layout.title.subtitle.text == "this generation (3 of 3 in this turn)"
     context.close()

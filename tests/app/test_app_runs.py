@@ -78,7 +78,7 @@ def test_every_line_of_numbers_says_its_scope():
     trace.generation, trace.generations = 2, 2
     assert "<b>this generation (2 of 2 in this turn)</b>" in trace.panel("done")
     heatmap, commits = trace.plots()
-    assert all("this generation (2 of 2 in this turn)" in fig.layout.title.text for fig in (heatmap, commits))
+    assert all(fig.layout.title.subtitle.text == "this generation (2 of 2 in this turn)" for fig in (heatmap, commits))
 
 
 def test_an_ar_panel_counts_tokens_not_blocks():

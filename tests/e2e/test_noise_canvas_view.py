@@ -93,8 +93,9 @@ def test_a_canvas_goes_from_noise_to_text_and_races_an_ar_model(browser, tmp_pat
         assert page.locator("#live-panel .dp-cell.dp-done, #live-panel .dp-cell.dp-new, #live-panel .dp-cell.dp-end"
                             ).count() == 32                      # text, or after the answer's end
         expect(page.locator("#live-panel .dp-readout")).to_contain_text(re.compile("ended (by the step cap|early)"))
-        expect(page.locator(".js-plotly-plot").nth(1)).to_contain_text("Accepted tokens and mean entropy per step",
-                                                                       timeout=30_000)
+        noise_plot = page.locator(".js-plotly-plot").nth(1)
+        expect(noise_plot).to_contain_text("Accepted tokens per step", timeout=30_000)
+        expect(noise_plot).to_contain_text("mean entropy (nats)")            # the line, in the legend
 
         page.get_by_role("tab", name="Compare").click()
         choose(page, "#compare-diffusion", "tiny-gemma (diffusion)")

@@ -70,6 +70,19 @@ def shot(page, name: str, element: str | None = None) -> None:
         target.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
+def assert_head_fits(plot) -> None:
+    """A plot's title is not cut at its right edge (plotly cuts a title wider than the figure),
+    and its title, scope line, legend and plot area do not overlap (visualizer/plots.py headed)."""
+    figure = plot.bounding_box()
+    title = plot.locator(".gtitle").first.bounding_box()
+    assert title["x"] + title["width"] <= figure["x"] + figure["width"], (title, figure)
+    boxes = [plot.locator(sel).first.bounding_box()
+             for sel in (".gtitle", ".gtitle-subtitle", "g.legend", ".nsewdrag") if plot.locator(sel).count()]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a["y"] + a["height"] <= b["y"] + 1, (a, b)           # each one below the one before
+
+
 def record(page, selector: str) -> None:
     # Gradio mounts the page's columns one after another: the message box can be there before the
     # panel beside it, and observing a panel not mounted yet failed (1 run in 3 on a loaded machine)
@@ -200,8 +213,10 @@ def test_the_numbers_of_one_turn_say_what_they_cover(browser, tmp_path):
         expect(status).to_contain_text("this turn (3 generations): answer tokens")
         expect(page.locator("#live-panel .dp-readout .dp-scope")).to_have_text(
             "this generation (3 of 3 in this turn):")
-        titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
-        assert len(titles) >= 2 and all("this generation (3 of 3 in this turn)" in t for t in titles), titles
+        scopes = page.locator(".js-plotly-plot .gtitle-subtitle").all_text_contents()
+        assert len(scopes) >= 2 and all(t == "this generation (3 of 3 in this turn)" for t in scopes), scopes
+        for plot in page.locator(".js-plotly-plot").all():          # the head: whole, and nothing on anything
+            assert_head_fits(plot)
         page.locator("#chat-status").scroll_into_view_if_needed()
         shot(page, "scopes-chat")
         shot(page, "scopes-panel", "#live-panel")
@@ -239,7 +254,8 @@ def test_compare_races_the_whole_turn_and_marks_each_side_finished_when_it_is(br
             expect(page.locator(f"{side} .dp-answer-text")).to_contain_text("Answer after 2 tool call(s):")
         answers = [page.locator(f"{side} .dp-answer-text").inner_text()
                    for side in ("#compare-diffusion-panel", "#compare-baseline-panel")]
-        expect(page.locator(".js-plotly-plot .gtitle").first).to_contain_text("this turn", timeout=30_000)
+        expect(page.locator(".js-plotly-plot .gtitle-subtitle").first).to_contain_text("this turn", timeout=30_000)
+        assert_head_fits(page.locator(".js-plotly-plot").first)
         generations = {s["generation"] for s in recorded(page, "#compare-baseline-panel")}
         pairs = page.evaluate("() => window.__pairs")
         rows = table.locator("tr[data-side-state]").all()

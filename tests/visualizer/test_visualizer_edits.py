@@ -82,7 +82,7 @@ def test_the_plot_has_edits_per_forward_beside_the_decisions():
     edits = [t for t in fig.data if t.name.startswith("edits")]
     assert len(edits) == 1 and list(edits[0].y) == [0, 1, 0, 1]
     assert list(fig.data[1].y)[-1] == 1.0                    # tokens per forward, edits left out
-    assert "and edits" in fig.layout.title.text
+    assert "edits" in edits[0].name                          # the legend names them, not the title
 
 
 def test_latex_marks_edited_tokens_and_lists_them():
