@@ -229,7 +229,8 @@ def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng
     for intent in options:
         extra: dict[str, Any] = {}
         if intent in followups.FRAMES:
-            frame = rng.choice(followups.FRAMES[intent][frames_at])
+            wider = followups.WIDER[intent] if phrasing == "train" else ()
+            frame = rng.choice(followups.FRAMES[intent][frames_at] + wider)
             slots = resolve(intent, frame, memory, live(), extra, k, rng)
             if slots is None:
                 continue

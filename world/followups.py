@@ -7,6 +7,7 @@ training: the conversation benchmark's follow-ups are worded with these only). S
 {qty} a count ("two", "2"), {size}, {color}, {amount} ("$40"), {description}, {name}, {course},
 {activity}, {status} ("unpaid", "paid"), {value} and {label} (the detail a missing-information
 request asked for), {obj} / {subj} / {pos} (a pronoun for the customer or student: "her", "she", "her").
+WIDER holds more training frames, which only the grammar's `train` wording draws.
 """
 
 from __future__ import annotations
@@ -120,6 +121,49 @@ FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     )),
 }
 FOLLOW_INTENTS = tuple(FRAMES)
+
+# More training frames, for the grammar's `train` wording only (the templates' wording, which the
+# office-six chains use, keeps FRAMES' first tuple alone, so that committed set stays as drawn):
+# the widened lessons of issue 49 in everyday and casual register ("add {qty} pls", "thx, that's it").
+# None shares five words in a row with a held-out frame (tests/world/test_conversations.py).
+WIDER: dict[str, tuple[str, ...]] = {
+    "follow_add": ("ok add it", "Yes please, add {qty}.", "That one. Add it to my bag.", "I want it, add it please.",
+        "Go ahead and add {qty} to my cart.", "add {qty} pls", "Sure, I'll have {qty} of those.", "Add it, thanks."),
+    "follow_add_more": ("Make that {qty} more.", "Can I have {qty} more?", "plus {qty} more pls",
+        "Add {qty} more of that one.", "I'll take {qty} more of it.", "Another {qty}, please.",
+        "Give me {qty} more of that."),
+    "follow_cart_total": ("how much now?", "What's my total?", "Tell me the cart total.", "What's the damage?",
+        "Can you check my cart total?", "What does it all cost?", "What do I pay now?", "Show me the total, please."),
+    "follow_size": ("Can I get it in {size} instead?", "{size} please, not that one.", "Got it in {size}?",
+        "Try size {size}.", "I need a {size}.", "Check size {size} instead.", "Is it in stock in {size}?"),
+    "follow_checkout": ("{label}: {value}", "my {label} is {value} thx", "Sure, it's {value}.", "Right, {value}.",
+        "The {label} is {value}, go on.", "Here you go, {value}.", "{value} is my {label}.", "Ah sorry, {value}."),
+    "follow_invoice": ("Invoice {obj}: {amount} for {description}.", "pls bill {obj} {amount} for {description}",
+        "Can you invoice {obj} {amount} for {description}?",
+        "Also an invoice for {obj}, {amount}, for {description}.",
+        "Raise an invoice for {obj}: {amount}, {description}.",
+        "Issue {obj} an invoice of {amount} for {description}."),
+    "follow_invoice_amount": ("That's {amount}.", "Amount: {amount}.", "Use {amount}.", "Should be {amount}.",
+        "{amount} for that one.", "{amount} in all."),
+    "follow_course_code": ("Code {course}.", "{course} is the one.", "Use {course}.", "Course code: {course}.",
+        "Enroll {obj} in {course}.", "Make it {course}."),
+    "follow_find_invoices": ("Show {pos} invoices.", "list invoices for {obj}",
+        "Has {subj} got any {status} invoices?", "Can you find {pos} invoices?", "Get {pos} {status} invoices.",
+        "Find the {status} ones for {obj}.", "Check {pos} invoices, please."),
+    "follow_unpaid_total": ("What is {subj} owing?", "What's {pos} unpaid balance?",
+        "Total of {pos} unpaid invoices?", "Sum {pos} unpaid invoices.", "What's left unpaid for {obj}?",
+        "What does {subj} still owe?"),
+    "follow_sum_those": ("Add them up.", "Sum those, please.", "What's the sum?", "Total?", "And all together?",
+        "What do they come to?", "How much do those make together?"),
+    "follow_course": ("Can you register {obj} for {course}?", "Get {obj} a spot in {course}.",
+        "Book {obj} into {course}, please.", "{course} for {obj}, thanks."),
+    "follow_course_same": ("{name} as well, please.", "Also {name}, same one.", "Register {name} too.",
+        "And sign up {name} for that course.", "Can {name} join it too?", "Enroll {name} in it too."),
+    "follow_activity": ("{activity}?", "Check {activity} too.", "What's the status of {activity}?",
+        "Look up {activity} as well.", "And {activity}, please.", "Status of {activity}?"),
+    "closing": ("thx, that's it", "That's all, thank you.", "Awesome, thanks!", "No, that's all.",
+        "All good, thanks.", "Nothing more, thanks.", "Cool, thanks a bunch.", "Great, that's it for today."),
+}
 
 # what a pronoun frame may say for a customer or a student: (object, subject, possessive)
 PRONOUNS = (("her", "she", "her"), ("him", "he", "his"), ("them", "they", "their"))

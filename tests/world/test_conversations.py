@@ -1,6 +1,7 @@
 """world/conversations.py: conversations of 1 to 6 requests whose follow-ups lean on the
 earlier turns, the oracle that answers them from the history, and the committed benchmark."""
 
+import re
 from collections import Counter
 
 import pytest
@@ -97,7 +98,35 @@ def test_draws_are_deterministic_and_splits_keep_their_wording():
     assert conversations.generate("train", 20, seed=1) == conversations.generate("train", 20, seed=1)
     held = {f for frames in followups.FRAMES.values() for f in frames[1]}
     trained = {f for frames in followups.FRAMES.values() for f in frames[0]}
+    trained |= {f for frames in followups.WIDER.values() for f in frames}
     assert not held & trained
+
+
+def _runs(frame: str, n: int) -> set[tuple[str, ...]]:
+    words = re.findall(r"\{\w+\}|[a-z']+", frame.lower())          # a slot counts as a word
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def test_no_training_follow_up_shares_five_words_in_a_row_with_a_held_out_one():
+    """Held-out follow-ups are sentence shapes never trained on: not only never the same frame,
+    never a long stretch of one either (short runs such as "how much is" are everyday English)."""
+    held = [(f, _runs(f, 5)) for frames in followups.FRAMES.values() for f in frames[1]]
+    trained = [f for frames in followups.FRAMES.values() for f in frames[0]]
+    trained += [f for frames in followups.WIDER.values() for f in frames]
+    shared = [(f, h) for f in trained for h, runs in held if _runs(f, 5) & runs]
+    assert not shared, shared
+    assert set(followups.WIDER) == set(followups.FRAMES)                     # every lesson widened
+
+
+def test_only_the_training_wording_draws_the_wider_frames(monkeypatch):
+    # marked copies of the training frames stand in for the wider ones: the same slots, a known start
+    marked = {intent: tuple(f"Zq {frame}" for frame in frames[0]) for intent, frames in followups.FRAMES.items()}
+    monkeypatch.setattr(followups, "WIDER", marked)
+    requests = {phrasing: [t["instruction"] for seed in range(200)
+                           for t in (conversations.draw("train", seed, phrasing) or {"turns": []})["turns"]]
+                for phrasing in ("train", "template")}
+    assert sum(r.startswith("Zq ") for r in requests["train"]) > 20
+    assert not any(r.startswith("Zq ") for r in requests["template"])
 
 
 def test_the_committed_benchmark_is_what_make_conversation_set_draws(tmp_path):
