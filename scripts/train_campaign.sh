@@ -21,10 +21,14 @@ steps=${3:-}
 PY=${PYTHON:-.venv/bin/python}
 threads=${THREADS:-$(nproc)}
 # 60,000 single requests + 24,000 conversations (models/README.md); from v11 one in eleven of the
-# requests that name a style asks for T-shirts, as common as each other style (issue 49)
-corpus=data/corpus-train-v11.jsonl
+# requests that name a style asks for T-shirts, as common as each other style (issue 49); from v12
+# the conversations too, and their follow-ups draw the wider frames (world/followups.py WIDER).
+# Stages 2 and 3 trained on v11 (CORPUS_VERSION=11 resumes stage 3 on its own data; a v11 drawn
+# now would be v12's draws, the generator having changed).
+version=${CORPUS_VERSION:-12}
+corpus=data/corpus-train-v$version.jsonl
 [ -f $corpus ] || $PY -m training.corpus --split train --phrasing train --n 60000 --conversations 24000 \
-  --seed 11 --tee-share 0.09 --out $corpus
+  --seed "$version" --tee-share 0.09 --out $corpus
 common=(--preset cpu --corpus $corpus --eval-every 100000 --agent-tasks 0 --select last
         --row-colour-weight 0.1 --row-match-weight 0.1 --decision-weight 4 --threads "$threads"
         --lr "${LR:-1.5e-4}" --warmup 20 --seed "${SEED:-12}")

@@ -219,7 +219,7 @@ SHOP_KINDS = {"shop_find": "exact", "shop_add": "exact", "shop_near_miss": "none
 STYLED_INTENTS = (*SHOP_KINDS, "shop_buy")
 
 
-def _styled(intent: str, style: str) -> Callable[[World, random.Random], Scenario]:
+def styled(intent: str, style: str) -> Callable[[World, random.Random], Scenario]:
     """The scenario of `intent` about products of `style` (a T-shirt: issue 49)."""
     if style not in entities.STYLES:
         raise ValueError(f"Unknown style {style!r}; choose one of {', '.join(entities.STYLES)}.")
@@ -332,7 +332,7 @@ def build_task(intent: str, split: str, seed: int, phrasing: str = "template", s
         raise ValueError(f"Unknown phrasing {phrasing!r}; choose one of {', '.join(grammar.PHRASINGS)}.")
     rng = random.Random(f"task:{intent}:{split}:{seed}")
     if style is not None:
-        domain, scenario = "shop", _styled(intent, style)
+        domain, scenario = "shop", styled(intent, style)
         slots, setup = scenario(make_world(seed, split), rng)
     elif intent in DOC_INTENTS:
         return documents.make_doc_task(intent, split, seed, rng), [], None

@@ -161,3 +161,12 @@ def test_the_hand_written_set_is_built_from_its_source_and_the_oracle_answers_al
     assert path.read_text() == conversation_sets.HANDWRITTEN_PATH.read_text()
     runs = _oracle_runs(committed)
     assert [t.task_id for ran in runs for t in ran.requests if not t.success] == []
+
+
+def test_training_conversations_ask_about_t_shirts_and_held_out_ones_never_roll_for_them():
+    styles = {split: Counter(t["slots"].get("style") for c in conversations.generate(split, 300, seed=3)
+                             for t in c["turns"] if t["intent"] in conversations.SHOP_SCENARIOS)
+              for split in ("train", "heldout")}
+    styled = sum(styles["train"].values())
+    assert 0.03 * styled < styles["train"]["t-shirt"] < 0.2 * styled, styles["train"]
+    assert styles["heldout"]["t-shirt"] == 0
