@@ -33,11 +33,21 @@ def show_setting(page, control: str) -> None:
 
     target = page.locator(control)
     tab = control.lstrip("#").split("-", 1)[0]
-    toggle = page.locator(f"#{tab}-more-settings > button.label-wrap")
+    toggle = more_settings_toggle(page, tab)
     for _ in range(100):
         if target.is_visible():
             return
-        if toggle.is_visible() and "open" not in (toggle.get_attribute("class") or "").split():
+        if toggle.is_visible() and not is_open(toggle):
             toggle.click()
         page.wait_for_timeout(100)
     expect(target).to_be_visible()
+
+
+def more_settings_toggle(page, tab: str):
+    """The button that opens and closes the tab's "More settings" disclosure."""
+    return page.locator(f"#{tab}-more-settings > button.label-wrap")
+
+
+def is_open(toggle) -> bool:
+    """Whether a Gradio accordion's button shows it open (its class list holds "open")."""
+    return "open" in (toggle.get_attribute("class") or "").split()

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
-from tests.e2e.controls import set_number, show_setting
+from tests.e2e.controls import is_open, more_settings_toggle, set_number, show_setting
 
 pytestmark = BROWSER_MARKS
 
 VIEWPORT = {"width": 1440, "height": 960}
-
-
-def _is_open(page, tab: str) -> bool:
-    toggle = page.locator(f"#{tab}-more-settings > button.label-wrap")
-    return "open" in (toggle.get_attribute("class") or "").split()
 
 
 def test_a_setting_under_more_settings_shows_when_asked_before_its_accordion_has_mounted(browser, tmp_path):
@@ -29,14 +24,14 @@ def test_a_setting_under_more_settings_shows_when_asked_before_its_accordion_has
         page.evaluate("() => document.querySelector('#compare-settings > button.label-wrap').click()")
         show_setting(page, "#compare-pace-ms")
         assert page.locator("#compare-pace-ms").is_visible()
-        assert _is_open(page, "compare")
+        assert is_open(more_settings_toggle(page, "compare"))
         # asked again with the disclosure open, it leaves it open
         show_setting(page, "#compare-seed")
         show_setting(page, "#compare-pace-ms")
-        assert _is_open(page, "compare")
+        assert is_open(more_settings_toggle(page, "compare"))
         set_number(page, "#compare-pace-ms", "40")
         # closed again (as a late update of the accordion would), it opens it again
-        page.locator("#compare-more-settings > button.label-wrap").click()
+        more_settings_toggle(page, "compare").click()
         page.locator("#compare-pace-ms").wait_for(state="hidden")
         show_setting(page, "#compare-pace-ms")
         assert page.locator("#compare-pace-ms input[type=number]").input_value() == "40"
