@@ -51,3 +51,13 @@ def more_settings_toggle(page, tab: str):
 def is_open(toggle) -> bool:
     """Whether a Gradio accordion's button shows it open (its class list holds "open")."""
     return "open" in (toggle.get_attribute("class") or "").split()
+
+
+def open_tab(page, name: str) -> None:
+    """Click the tab called `name`; on a phone the last tabs sit behind Gradio's "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name)
+    if tab.count() == 0 or not tab.first.is_visible():
+        page.get_by_label("More tabs").click()
+        tab = page.locator(".overflow-dropdown button", has_text=name)
+    tab.first.click()
+    page.wait_for_timeout(400)                   # the tab's components mount

@@ -15,7 +15,7 @@ from engine.generate import run
 from engine.trace import GenerationConfig
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
-from tests.e2e.controls import set_number
+from tests.e2e.controls import open_tab, set_number
 from tests.e2e.test_first_contact import shot
 from tests.fakes import FakeDiffusionBackend
 from visualizer import standalone_replay_html
@@ -39,16 +39,6 @@ def world_page_urls(page, url: str) -> dict[str, str]:
     """The shop's and the office's page of the world the Chat tab shows (its frame's session)."""
     src = page.locator("#chat-world-page iframe").get_attribute("src")
     return {app: urljoin(url, src.replace("/apps/shop/", f"/apps/{app}/")) for app in ("shop", "office")}
-
-
-def open_tab(page, name: str) -> None:
-    """Click the tab; on a phone the last tabs sit behind Gradio's "More tabs" menu."""
-    tab = page.get_by_role("tab", name=name)
-    if tab.count() == 0 or not tab.first.is_visible():
-        page.get_by_label("More tabs").click()
-        tab = page.locator(".overflow-dropdown button", has_text=name)
-    tab.first.click()
-    page.wait_for_timeout(400)                   # the tab's components mount
 
 
 @pytest.mark.parametrize("size", list(VIEWPORTS))

@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.app_fakes import Slow, fake_backends, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
-from tests.e2e.controls import set_number
+from tests.e2e.controls import open_tab, set_number
 from tests.e2e.test_first_contact import choose, last_conversation, shot
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
@@ -48,15 +48,6 @@ def app_page(browser, ctx, size: str = "desktop", **context):
             yield page
         finally:
             page.context.close()
-
-
-def open_tab(page, name: str) -> None:
-    """A tab by its name; at 400 px the last tabs sit in Gradio's overflow menu."""
-    tab = page.get_by_role("tab", name=name)
-    if not tab.is_visible():
-        page.locator(".tab-container button.overflow-menu, button[aria-label*='more' i], .overflow-dropdown button,"
-                     " button:has-text('…'), button:has-text('...')").first.click()
-    page.get_by_role("tab", name=name).click()
 
 
 def tool_context(tmp_path, delay_s: float = 0.0):
