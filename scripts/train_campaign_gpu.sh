@@ -20,7 +20,7 @@ shards=${SHARDS:-8}
 rows=${ROWS:-60000}        # single requests in all, split over the shards
 talks=${TALKS:-24000}      # conversations in all
 export SPROUT_TRITON=0     # training and validation on the torch kernels (the Triton ones are forward-only)
-corpus=data/corpus-train-v11-sharded.jsonl   # v11: T-shirts in 1/11 of the styled requests (issue 49)
+corpus=data/corpus-train-v13-sharded.jsonl   # v13: scripts/train_campaign.sh says what each version added
 if [ ! -f $corpus ]; then
   mkdir -p data
   for i in $(seq 0 $((shards - 1))); do

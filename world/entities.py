@@ -96,7 +96,13 @@ LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See course
 # right second sub-word ~ 0) and the suffix after a street stayed at chance (p ~ 0.25). Made-up
 # words share no whole word with any pool, so only copying token by token from the prompt gets
 # them right; held-out tasks keep the real pools.
-MADE_UP_SHARE = 0.5                  # of training names and addresses
+MADE_UP_SHARE = 0.5                  # of training names, addresses and course codes
+MADE_UP_KINDS = ("name", "address", "course")
+# A made-up course code's letters: consonants only, so no code spells a word or a subject (every
+# subject has a vowel). The 108 subject codes alone let a model recall a code it has seen rather
+# than copy the one it is given (stage 2's conversations miscopied names and codes in 15 requests
+# per twin); codes it can never have seen before make copying the only way to be right.
+_CODE_LETTERS = "BCDFGHJKLMNPRSTVWXZ"
 # Every letter can open a made-up word: a name's first letter is one token without a space
 # ("F" of "Fay" inside quotes) copied from a different token with one ("ĠF" in the prompt), and
 # the model only learns that pairing for the letters training shows there. Onsets without a
@@ -129,6 +135,8 @@ def made_up_value(rng: random.Random, kind: str) -> str:
         return f"{made_up_word(rng)} {made_up_word(rng)}"
     if kind == "address":
         return f"{rng.randrange(1, 100)} {made_up_word(rng)} {rng.choice(STREET_KINDS)}"
+    if kind == "course":  # e.g. KRT4, the grammar's slot pattern [A-Z]{3}\d
+        return "".join(rng.choice(_CODE_LETTERS) for _ in range(3)) + str(rng.randrange(1, 10))
     raise KeyError(f"No made-up values of kind {kind!r}.")
 
 
@@ -138,6 +146,8 @@ def is_made_up(kind: str, value: str) -> bool:
         return first not in FIRST_NAMES or last not in LAST_NAMES
     if kind == "address":
         return street_of(value) not in STREETS + TRAIN_ONLY_STREETS
+    if kind == "course":
+        return value[:3] not in SUBJECTS
     return False
 
 
@@ -237,11 +247,11 @@ def heldout_values() -> dict[str, tuple[str, ...]]:
 
 
 def pick(rng: random.Random, kind: str, split: str, avoid: set[str] | frozenset[str] = frozenset()) -> str:
-    """A random value of a kind from a split, not in `avoid`; in the training split names and
-    addresses are made up MADE_UP_SHARE of the time."""
+    """A random value of a kind from a split, not in `avoid`; in the training split names,
+    addresses and course codes are made up MADE_UP_SHARE of the time."""
     values = pool(kind, split)
     while True:
-        if split == "train" and kind in ("name", "address") and rng.random() < MADE_UP_SHARE:
+        if split == "train" and kind in MADE_UP_KINDS and rng.random() < MADE_UP_SHARE:
             value = made_up_value(rng, kind)
         else:
             value = values[rng.randrange(len(values))]

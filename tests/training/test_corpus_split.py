@@ -13,7 +13,7 @@ from engine.trace import GenerationConfig
 from tests.training.ngrams import TOKEN, ngrams
 from tests.world.heldout_values import assert_heldout_values
 from training.corpus import corpus_lines, main
-from world import entities
+from world import entities, grammar
 from world.agent import run_episode
 from world.format import assistant_spans, parse_call, render_chat
 from world.oracle import OracleModel, solve
@@ -73,6 +73,22 @@ def test_training_names_and_addresses_are_mostly_one_offs():
     assert not set(w for n in made_up for w in n.split()) & set(entities.FIRST_NAMES + entities.LAST_NAMES)
     held = list(corpus_lines("heldout", 100, seed=1))
     assert not any(entities.is_made_up("name", m.group(1)) for r in held for m in PERSON_ARG.finditer(r["text"]))
+
+
+def test_training_course_codes_are_half_made_up_and_held_out_ones_never_are():
+    """A code never seen before can only be copied: about half the training codes are made up
+    (consonants and a digit, the grammar's pattern), no made-up code is a subject's, and held-out
+    worlds keep the subjects' codes."""
+    code = re.compile(r'"course_code":"([^"]+)"')
+    pattern = re.compile(grammar.SLOT_PATTERNS["course"])
+    codes = [m.group(1) for r in corpus_lines("train", 600, seed=2) for m in code.finditer(r["text"])]
+    assert len(codes) > 20
+    made_up = [c for c in codes if entities.is_made_up("course", c)]
+    assert 0.25 * len(codes) < len(made_up) < 0.75 * len(codes)
+    assert all(pattern.fullmatch(c) and not set(c[:3]) & set("AEIOUY") for c in made_up)
+    held = [m.group(1) for r in corpus_lines("heldout", 300, seed=2) for m in code.finditer(r["text"])]
+    assert held and not any(entities.is_made_up("course", c) for c in held)
+    assert all(entities.split_of("course", c) == "heldout" for c in held)
 
 
 def test_corpus_records_are_complete_compact_transcripts():
