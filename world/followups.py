@@ -162,7 +162,12 @@ WIDER: dict[str, tuple[str, ...]] = {
     "follow_activity": ("{activity}?", "Check {activity} too.", "What's the status of {activity}?",
         "Look up {activity} as well.", "And {activity}, please.", "Status of {activity}?"),
     "closing": ("thx, that's it", "That's all, thank you.", "Awesome, thanks!", "No, that's all.",
-        "All good, thanks.", "Nothing more, thanks.", "Cool, thanks a bunch.", "Great, that's it for today."),
+        "All good, thanks.", "Nothing more, thanks.", "Cool, thanks a bunch.", "Great, that's it for today.",
+        # goodbyes with no "thanks" in them: stage 4's BD twin read "nothing else from me" as a
+        # request it could not serve and refused it (models/README.md, stage 4)
+        "Excellent, I'm all set.", "Superb, we're finished.", "Nope, that covers it.", "I'm good now, bye.",
+        "Wonderful, no more questions.", "Fantastic, that's me sorted.", "You helped a lot, goodbye.",
+        "Appreciate it, all done."),
 }
 
 # what a pronoun frame may say for a customer or a student: (object, subject, possessive)
