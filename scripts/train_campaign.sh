@@ -23,7 +23,8 @@ threads=${THREADS:-$(nproc)}
 # 60,000 single requests + 24,000 conversations (models/README.md); from v11 one in eleven of the
 # requests that name a style asks for T-shirts, as common as each other style (issue 49); from v12
 # the conversations too, and their follow-ups draw the wider frames (world/followups.py WIDER);
-# from v13 half the training course codes are made up, as names and addresses are (world/entities.py).
+# from v13 half the training course codes are made up, as names and addresses are (world/entities.py),
+# and the closings add goodbyes with no "thanks" in them (WIDER).
 # Stages 2 and 3 trained on v11, stage 4 on v12 (CORPUS_VERSION=12 resumes stage 4 on its own
 # data; an older version drawn now would be the newer generator's draws).
 version=${CORPUS_VERSION:-13}
