@@ -105,11 +105,13 @@ def test_the_api_key_comes_from_the_environment_and_is_not_stored(served, monkey
     assert b"key-that-must-not-be-stored" not in raw
 
 
-def test_compare_races_a_remote_model_against_a_local_one(served):
+def test_compare_races_a_remote_model_against_a_local_one(served, monkeypatch):
     from app.compare import CompareHandlers
 
     ctx = served[0]
-    ctx.registry.access.allow_urls = True          # as --allow-remote-urls: a picker may name a URL
+    # as --allow-remote-urls: a picker may name a URL (undone after the test: `served` is shared by
+    # the whole session, and test_model_access needs URLs refused)
+    monkeypatch.setattr(ctx.registry.access, "allow_urls", True)
     handlers = CompareHandlers(ctx, updates_per_second=1e9)
     remote = spec(served, "fake-bd")
     settings = {"gen_length": 96, "block_size": 32, "steps": 8, "sampler": "low_confidence", "threshold": 0.9,
