@@ -2,9 +2,9 @@
 
   office-six   six office requests in a row in one world (world/office_six.py, the held-out set's
                first chain), each graded as a task
-  black-shirt  a held-out guest checkout: this world has a black shirt in size L in stock (the
-               seed's T-shirt demo, world.task_sets.seed_demo_task, waits for weights trained on
-               T-shirts: the shipped twins have never seen one)
+  black-tshirt the seed's demo in its own words, "Find me a black T-shirt in size L, add it to the
+               cart, and check out as a guest: <name>, <email>, <address>."
+               (world.task_sets.seed_demo_task: a held-out world with black T-shirts in size L)
 
 A conversation shows in the tab as one task: its requests' instructions in order, and its world.
 """
@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from world.office_six import load_office_six
-from world.tasks import make_task
+from world.task_sets import seed_demo_task
 
 from .live import markdown_safe
-
-BLACK_SHIRT = ("shop_buy", "heldout", 103)     # "Buy a black shirt in size L as a guest: ..."
 
 
 @dataclass(frozen=True)
@@ -32,11 +30,11 @@ class Scenario:
         """The task (or, for a conversation, the conversation) the scenario runs."""
         if self.name == "office-six":
             return load_office_six()[0]
-        return make_task(*BLACK_SHIRT)
+        return seed_demo_task()
 
 
 SCENARIOS = {s.name: s for s in (Scenario("office-six", "Six office tasks in a row", True),
-                                  Scenario("black-shirt", "A black shirt in size L, guest checkout", False))}
+                                  Scenario("black-tshirt", "A black T-shirt in size L, guest checkout", False))}
 
 
 def scenario_instruction(name: str) -> str:

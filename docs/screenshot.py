@@ -3,7 +3,7 @@
     .venv/bin/python docs/screenshot.py [--out docs/playground.png]
     .venv/bin/python docs/screenshot.py --scaffold        # docs/scaffold.png: the JSON schema example
     .venv/bin/python docs/screenshot.py --agent           # docs/agent-pages.png: a guest checkout, its page beside
-    .venv/bin/python docs/screenshot.py --agent-demo      # docs/agent-demo.png: the black-shirt scenario, its
+    .venv/bin/python docs/screenshot.py --agent-demo      # docs/agent-demo.png: the black T-shirt scenario, its
                                                           # calls run in the shop page (WebMCP), the page's picture
 
 Uses the bundled Sprout-BD when models/sprout-bd loads; otherwise a scripted stand-in backend
@@ -70,13 +70,13 @@ def agent_checkout(page) -> None:
 
 
 def agent_demo(page) -> None:
-    """The Agent tab's black-shirt scenario with the tools in the web pages: the order confirmed in
+    """The Agent tab's black T-shirt scenario with the tools in the web pages: the order confirmed in
     the frame, the verdict, and the picture the app's browser took of the final page."""
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Agent").click()
     page.locator("#agent-where").get_by_text("its web pages (WebMCP)").click()
-    page.locator("#agent-scenario-black-shirt").click()
+    page.locator("#agent-scenario-black-tshirt").click()
     expect(page.locator("#agent-verdict")).to_contain_text(re.compile("Success|Failed"), timeout=600_000)
     expect(page.locator("#agent-page-shot img")).to_be_visible(timeout=30_000)
     page.wait_for_timeout(1500)
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--agent", action="store_true",
                         help="the Agent tab on a held-out guest checkout, the shop page beside it")
     parser.add_argument("--agent-demo", action="store_true",
-                        help="the Agent tab's black-shirt scenario, its tools run in the web pages")
+                        help="the Agent tab's black T-shirt scenario, its tools run in the web pages")
     args = parser.parse_args()
     default = ("agent-demo.png" if args.agent_demo else "agent-pages.png" if args.agent
                else "scaffold.png" if args.scaffold else "playground.png")

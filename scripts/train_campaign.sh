@@ -5,8 +5,9 @@
 #
 #     bash scripts/train_campaign.sh STAGE [MINUTES] [STEPS]
 #
-# The stage starts from INIT_BD / INIT_AR (default the shipped twins; a later stage names the last
-# committed stage weights, models/campaign/sprout-{bd,ar}-<stage>, which the pickers do not list).
+# The stage starts from INIT_BD / INIT_AR (default the shipped twins, which since stage 5 are the
+# campaign's last weights; a stage that does not ship is committed as models/campaign/sprout-{bd,ar}-<stage>,
+# which the pickers do not list, and the next stage names it).
 # Resumable: rerunning the same stage continues from runs/sprout-<twin>-<STAGE>/state.pt (fp32 weights,
 # optimizer, step). The BD twin runs first for MINUTES (default 120), then the AR twin for the
 # same number of steps (its steps are ~2.5x cheaper), unless STEPS fixes the count for both.

@@ -106,9 +106,10 @@ def prompt_ids_for(backend: Any, messages: list[dict[str, str]]) -> list[int]:
 
 
 def one_request(backend: Any) -> bool:
-    """Whether the model's weights declare that they read one request per conversation (the
-    shipped Sprout twins until retrained on conversations: engine/backends/sprout.py). No backend
-    (a scripted model) reads the whole conversation."""
+    """Whether the model's weights declare that they read one request per conversation
+    (playground.json "context": "latest_request", as the Sprout twins did until issue 49 retrained
+    them on conversations: engine/backends/sprout.py). No backend (a scripted model) reads the
+    whole conversation."""
     return backend is not None and backend.one_request_per_chat
 
 

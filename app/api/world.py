@@ -15,8 +15,9 @@ The world does not outlive the call: every call starts from the same world.
 
 Earlier assistant messages in plain text go back to the model as the finish calls they were
 read from: the model has only ever seen its own answers as calls. A model whose weights declare
-one request per conversation (the shipped Sprout twins) reads only the system text and the
-latest user message (world.agent.model_context); others read the whole conversation.
+one request per conversation (playground.json "context": "latest_request", as the Sprout twins
+did before issue 49's campaign) reads only the system text and the latest user message
+(world.agent.model_context); others, the shipped twins among them, read the whole conversation.
 """
 
 from __future__ import annotations

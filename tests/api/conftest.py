@@ -45,7 +45,7 @@ def users_seen(prompt: str) -> str:
 
 
 def one_request(backend):
-    backend.one_request_per_chat = True          # as Sprout: trained on one request per conversation
+    backend.one_request_per_chat = True          # as Sprout was before issue 49: one request per conversation
     return backend
 
 

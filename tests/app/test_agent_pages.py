@@ -10,7 +10,6 @@ from urllib.parse import parse_qs, urlsplit
 import gradio as gr
 import pytest
 
-from app.agent_scenarios import BLACK_SHIRT
 from app.agent_tab import AgentHandlers
 from app.page_venue import PAGES, PageBrowser
 from app.sessions_tab import SessionsHandlers
@@ -19,7 +18,7 @@ from tests.e2e.app_fakes import fake_context
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import conversation_oracle_target, oracle_target, world_format
 from world.office_six import load_office_six
-from world.tasks import make_task
+from world.task_sets import seed_demo_task
 from world.tools import FINISH, TOOLS, call_tool
 from world.webmcp.driver import OutsideOrigin, PageTool
 
@@ -94,12 +93,12 @@ def the_model(target) -> FakeDiffusionBackend:
     return world_format(FakeDiffusionBackend(target, max_length=8192, name="fake-bd"))
 
 
-def test_black_shirt_checkout_runs_in_the_tabs_page_session_and_keeps_a_picture(tmp_path):
-    task = make_task(*BLACK_SHIRT)
-    assert "black shirt" in task["instruction"] and "size L" in task["instruction"]
+def test_black_tshirt_checkout_runs_in_the_tabs_page_session_and_keeps_a_picture(tmp_path):
+    task = seed_demo_task()
+    assert task["instruction"].startswith("Find me a black T-shirt in size L, add it to the cart, and check out")
     log: dict = {}
     ctx = pages_context(tmp_path, the_model(oracle_target([task])), log)
-    updates = list(AgentHandlers(ctx, updates_per_second=1e9).run_scenario("black-shirt", "fake-bd", 8,
+    updates = list(AgentHandlers(ctx, updates_per_second=1e9).run_scenario("black-tshirt", "fake-bd", 8,
                                                                            settings=named(AGENT)))
     _, steps, world, verdict, preview, files, status, frame = updates[-1]
     assert "Success" in verdict, verdict
@@ -111,14 +110,14 @@ def test_black_shirt_checkout_runs_in_the_tabs_page_session_and_keeps_a_picture(
     order, = ctx.world_pages.sessions.get(session).world.orders
     (product_id, size, _quantity), = order["items"]
     product = ctx.world_pages.sessions.get(session).world.products[product_id]
-    assert (product["color"], product["style"], size) == ("black", "shirt", "L")
+    assert (product["color"], product["style"], size) == ("black", "t-shirt", "L")
     order_id = order["id"]
     assert f"#/order/{order_id}" in frame and f"#/order/{order_id}" in log["shot_url"]
     # the page's final state: a PNG under the export dir, shown, listed, and named in the stored meta
     stored = ctx.store.get_conversation(ctx.store.list_conversations(kind="agent")[0]["id"])
     shot = stored["meta"]["page_screenshot"]
     assert shot.startswith(str(ctx.export_dir)) and open(shot, "rb").read() == PNG
-    assert stored["meta"]["tools_in"] == PAGES and stored["meta"]["scenario"] == "black-shirt"
+    assert stored["meta"]["tools_in"] == PAGES and stored["meta"]["scenario"] == "black-tshirt"
     assert stored["meta"]["webmcp"] == "polyfill"
     assert stored["meta"]["success"] is True and "data:image/png;base64," in preview
     assert files["value"] == [shot] and "Stored as agent run" in status
@@ -147,7 +146,7 @@ def test_six_office_requests_in_a_row_each_graded_and_stored_request_by_request(
 
 def test_a_wrong_model_fails_the_checkout_in_the_pages(tmp_path):
     """The verdict comes from the World the pages changed: a model that only searches fails."""
-    task = make_task(*BLACK_SHIRT)
+    task = seed_demo_task()
     idle = the_model('<tool_call>{"name":"search_products","arguments":{"query":"shirt"}}</tool_call>')
     log: dict = {}
     ctx = pages_context(tmp_path, idle, log)
@@ -159,9 +158,9 @@ def test_a_wrong_model_fails_the_checkout_in_the_pages(tmp_path):
 
 def test_a_browser_that_cannot_start_is_one_sentence_and_nothing_is_saved(tmp_path):
     log: dict = {}
-    ctx = pages_context(tmp_path, the_model(oracle_target([make_task(*BLACK_SHIRT)])), log, start_fails=True)
+    ctx = pages_context(tmp_path, the_model(oracle_target([seed_demo_task()])), log, start_fails=True)
     with pytest.raises(gr.Error) as caught:
-        list(AgentHandlers(ctx).run_scenario("black-shirt", "fake-bd", 8, settings=named(AGENT)))
+        list(AgentHandlers(ctx).run_scenario("black-tshirt", "fake-bd", 8, settings=named(AGENT)))
     said = caught.value.message
     assert "could not start" in said and "built-in world" in said
     assert "Traceback" not in said and "\n" not in said

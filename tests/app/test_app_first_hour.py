@@ -154,12 +154,12 @@ def test_plots_are_transparent_with_the_legend_above_the_plot_area():
 
 
 def test_a_scenario_puts_its_whole_instruction_in_the_box_before_it_runs():
-    from app.agent_scenarios import BLACK_SHIRT, scenario_instruction
+    from app.agent_scenarios import scenario_instruction
     from world.office_six import load_office_six
-    from world.tasks import make_task
+    from world.task_sets import seed_demo_task
 
-    task = make_task(*BLACK_SHIRT)
-    shown = scenario_instruction("black-shirt")
+    task = seed_demo_task()
+    shown = scenario_instruction("black-tshirt")
     assert shown == task["instruction"]
     for value in (task["slots"]["name"], task["slots"]["email"], task["slots"]["address"]):
         assert value in shown                                 # the guest's details, read before any call

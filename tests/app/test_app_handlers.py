@@ -421,7 +421,7 @@ def test_chat_runs_tool_calls_on_the_conversations_world_and_answers_in_text(tmp
 def test_a_one_request_model_reads_only_the_new_message_and_keeps_its_world(tmp_path):
     task = next(t for t in load_heldout_tasks() if t["intent"] == "shop_add")
     backend = world_format(FakeDiffusionBackend(oracle_target([task]), max_length=8192, name="fake-bd"))
-    backend.one_request_per_chat = True                   # as Sprout, trained on one request per chat
+    backend.one_request_per_chat = True                   # as Sprout was before issue 49: one request per chat
     chat = ChatHandlers(fake_context(tmp_path, backends={"fake-bd": backend}), updates_per_second=1e9)
     final = ask(chat, task["instruction"], settings=(128, 32, 32, "threshold", 0.9, 0.0, 0))[-1]
     world = final[OUT["world"]]

@@ -1,7 +1,8 @@
 """What a model reads of a conversation. Weights that declare they were trained on one request
-per conversation (the shipped Sprout twins: playground.json "context": "latest_request") read the
-latest request only, in the Chat tab, through /v1 and in the conversation benchmark; their world
-keeps what the earlier turns did. Every other model reads it all."""
+per conversation (playground.json "context": "latest_request", as the Sprout twins shipped before
+issue 49's campaign did) read the latest request only, in the Chat tab, through /v1 and in the
+conversation benchmark; their world keeps what the earlier turns did. Every other model, the
+shipped twins now among them, reads it all."""
 
 from __future__ import annotations
 
@@ -39,18 +40,18 @@ def test_other_models_read_the_whole_conversation():
     assert model_context(SimpleNamespace(one_request_per_chat=False), messages) == messages
 
 
-def test_the_shipped_twins_declare_the_latest_request_rule_and_loading_reads_it(tmp_path):
-    assert declared_context(MODELS / "sprout-bd") == declared_context(MODELS / "sprout-ar") == "latest_request"
-    assert load(MODELS / "sprout-bd", "cpu").one_request_per_chat
-    retrained = tmp_path / "sprout-conversations"
-    shutil.copytree(MODELS / "sprout-bd", retrained)
-    settings = json.loads((retrained / "playground.json").read_text())
-    settings["context"] = "conversation"
-    (retrained / "playground.json").write_text(json.dumps(settings))
-    assert not load(retrained, "cpu").one_request_per_chat        # weights trained on conversations
+def test_the_shipped_twins_read_the_conversation_and_loading_reads_the_declared_rule(tmp_path):
+    assert declared_context(MODELS / "sprout-bd") == declared_context(MODELS / "sprout-ar") == "conversation"
+    assert not load(MODELS / "sprout-bd", "cpu").one_request_per_chat      # trained on conversations
+    one_request = tmp_path / "sprout-one-request"
+    shutil.copytree(MODELS / "sprout-bd", one_request)
+    settings = json.loads((one_request / "playground.json").read_text())
+    settings["context"] = "latest_request"
+    (one_request / "playground.json").write_text(json.dumps(settings))
+    assert load(one_request, "cpu").one_request_per_chat          # weights trained on one request each
     del settings["context"]
-    (retrained / "playground.json").write_text(json.dumps(settings))
-    assert declared_context(retrained) == "conversation"            # the default: the whole conversation
+    (one_request / "playground.json").write_text(json.dumps(settings))
+    assert declared_context(one_request) == "conversation"            # the default: the whole conversation
 
 
 def test_an_unknown_context_is_a_sentence(tmp_path):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import threading
 
-from app.agent_scenarios import BLACK_SHIRT
 from app.page_venue import PageBrowser
 from app.state import AppContext
 from tests.e2e.app_fakes import running_app
@@ -22,7 +21,7 @@ from tests.e2e.controls import set_number
 from tests.e2e.test_first_contact import open_page, shot
 from tests.fakes import FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
-from world.tasks import make_task
+from world.task_sets import seed_demo_task
 from world.webmcp.driver import WebMCPDriver
 
 pytestmark = BROWSER_MARKS
@@ -69,7 +68,7 @@ def cart_then_order(page, ctx, box: str, quantity: int, name: str):
 def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_path):
     from playwright.sync_api import expect
 
-    task, gate = make_task(*BLACK_SHIRT), GatedDriver.gate
+    task, gate = seed_demo_task(), GatedDriver.gate
     ctx = gated_context(tmp_path, task)
     try:
         with running_app(ctx) as (_demo, url):
@@ -78,7 +77,7 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             set_number(page, "#agent-gen-length", "256")      # a whole call in one generation (a token a character)
             set_number(page, "#agent-pace-ms", "0")           # each step drawn as soon as it is computed
             page.locator("#agent-where").get_by_text("its web pages (WebMCP)").click()
-            page.locator("#agent-scenario-black-shirt").click()
+            page.locator("#agent-scenario-black-tshirt").click()
             # the whole instruction is in the box before the run: the name, email and address the
             # model's calls will use are there to read, not first seen inside a tool call
             box = page.locator("#agent-instruction textarea")
@@ -88,7 +87,7 @@ def test_the_checkout_scenario_runs_in_the_page_the_person_sees(browser, tmp_pat
             # the shirt in the cart, as the call in the app's own browser put it there, then the order
             world = cart_then_order(page, ctx, "#agent-world-page", 1, "agent-pages")
             (pid, size, _), = world.orders[0]["items"]
-            assert (world.products[pid]["color"], world.products[pid]["style"], size) == ("black", "shirt", "L")
+            assert (world.products[pid]["color"], world.products[pid]["style"], size) == ("black", "t-shirt", "L")
             expect(page.locator("#agent-verdict")).to_contain_text("Success", timeout=60_000)
             expect(page.locator("#agent-page-shot img")).to_be_visible()
             mode = ctx.page_browser.webmcp                      # native on Chromium 156+, else polyfill

@@ -1,12 +1,11 @@
-"""The seed's shop demo, "a black T-shirt in size L, guest checkout", done by each bundled twin
-through the shop's page (WebMCP in headless Chromium), three times, watched in the page.
+"""The seed's shop demo in its own words, "Find me a black T-shirt in size L, add it to the cart,
+and check out as a guest" (with a name, email and address), done by each bundled twin through the
+shop's page (WebMCP in headless Chromium), three times, watched in the page (issue 49).
 
-The shop sells T-shirts now (issue 49: world.entities.STYLES, and world.task_sets.seed_demo_task
-is the seed's own sentence), but the shipped twins were trained before it did and have never seen
-one. So the demo they are held to is the held-out shop_buy task whose slots are a black shirt,
-size L, one of them (DEMO_SEED): a guest's name, email and address in the request, the search,
-the add, the checkout; its world, like every random world, stocks no T-shirt. Black in L is a
-held-out colour x size, so no training transcript holds it.
+world.task_sets.seed_demo_task is that sentence over the first held-out T-shirt purchase of one
+black T-shirt in size L: a held-out world whose shop stocks black T-shirts in L beside T-shirts of
+other colours, the guest's name, email and address in the request, and the search, the add, the
+checkout and the answer as the gold. No training transcript holds the held-out names it uses.
 
 Three attempts per twin, each with its own seed as the benchmark gives them (config.seed +
 attempt). The bundled decoding is greedy (temperature 0), so the seed changes no token: the three
@@ -30,16 +29,14 @@ import pytest
 from bench.episodes import DEFAULT_CONFIG, forget_prompts
 from bench.report import load_model
 from tests.e2e.chromium import BROWSER_MARKS
-from world import entities
 from world.agent import run_episode
 from world.start import world_for
-from world.tasks import make_task
+from world.task_sets import SEED_DEMO, seed_demo_task
 from world.tools import search_products
 from world.webmcp.venue import PageVenue
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.slow]
 MODELS = Path(__file__).resolve().parents[2] / "models"
-DEMO_SEED = 103      # the first held-out shop_buy seed whose request is one black shirt in size L
 ATTEMPTS = 3
 WATCH = """() => {
   const view = document.getElementById("confirmation"), text = document.getElementById("confirmation-text");
@@ -53,18 +50,19 @@ WATCH = """() => {
 
 @pytest.fixture(scope="module")
 def demo() -> dict[str, Any]:
-    return make_task("shop_buy", "heldout", DEMO_SEED)
+    return seed_demo_task()
 
 
-def test_the_shop_stocks_a_black_shirt_in_size_l_and_no_t_shirt(demo):
+def test_the_demo_is_the_seeds_sentence_over_a_shop_with_black_t_shirts_in_size_l(demo):
     slots = demo["slots"]
-    assert (slots["style"], slots["color"], slots["size"], slots["qty"]) == ("shirt", "black", "L", 1)
+    assert (slots["style"], slots["color"], slots["size"], slots["qty"]) == ("t-shirt", "black", "L", 1)
+    assert demo["instruction"] == SEED_DEMO.format(**slots)
+    assert demo["instruction"].startswith("Find me a black T-shirt in size L, add it to the cart, and check out")
     assert all(slots[k] in demo["instruction"] for k in ("name", "email", "address"))
     world = world_for(demo)
-    rows = [r for r in search_products(world, "shirt", "black", "L") if (r["color"], r["size"]) == ("black", "L")]
+    rows = [r for r in search_products(world, "t-shirt", "black", "L") if (r["color"], r["size"]) == ("black", "L")]
     assert rows and all(world.products[r["id"]]["stock"]["L"] >= 1 for r in rows)
     assert [a["name"] for a in demo["gold_actions"]] == ["search_products", "add_to_cart", "checkout_guest", "finish"]
-    assert "t-shirt" not in entities.DRAWN_STYLES and search_products(world, "T-shirt", "black", "L") == []
 
 
 class Watched:
