@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,12 +20,12 @@ from engine.backends.sprout import declared_context
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.test_first_contact import last_conversation, shot
 from tests.e2e.test_first_hour import app_page
-from tests.e2e.test_shop_demo_twins import MODELS
 from world.start import world_for
 from world.task_sets import load_heldout_tasks
 from world.tools import FINISH
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.slow]
+MODELS = Path(__file__).resolve().parents[2] / "models"
 LOOKUP, FOLLOW_UP = "Look up customer Cleo Abbott.", "Now invoice her for $40."
 
 
