@@ -17,8 +17,7 @@ from typing import Any
 import gradio as gr
 
 from engine.metrics import combined, summary_line
-from engine.trace import ConfigError, GenerationConfig, block_size_of
-from visualizer.parts import part_count
+from engine.trace import ConfigError, GenerationConfig
 from world.agent import DEFAULT_MAX_REPLIES, Step, run_conversation, run_episode
 from world.start import world_for
 
@@ -29,7 +28,7 @@ from .cards import card_for
 from .chat_turn import EMPTY_PANEL
 from .controls import generation_controls
 from .exports import export_answer
-from .live import TraceView, markdown_safe
+from .live import markdown_safe
 from .messages import failure, user_error
 from .names import with_names
 from .outputs import OutputNames
@@ -39,7 +38,7 @@ from .saving import save
 from .settings import AGENT_DEFAULTS, read_settings
 from .state import AppContext
 from .steps import failure_of, failures_note, steps_html
-from .watch import Watch
+from .watch import Generations, Watch
 from .widgets import (
     GENERATE,
     PICKER_MIN_WIDTH,
@@ -61,29 +60,10 @@ WHERE_INFO = ("Web pages: each tool call runs in the shop or office page beside 
               "(WebMCP), and that page follows it.")
 
 
-class EpisodeView:
-    """The episode being drawn: its steps, and the generation in flight (a TraceView per reply,
-    begun at its first forward and finished by its step)."""
+class EpisodeView(Generations):
+    """The episode being drawn: its steps, and the generation in flight (app/watch.py)."""
 
-    def __init__(self, backend: Any, config: GenerationConfig, model: str, instruction: str) -> None:
-        self.backend, self.config, self.model, self.instruction = backend, config, model, instruction
-        self.steps: list[Step] = []
-        self.view: TraceView | None = None
-        self.pending = False                          # frames arrived for a step not finished yet
-
-    def read_frame(self, frame: Any, _lane: int = 0) -> None:
-        if not self.pending:                          # a new tool call starts
-            self.view = TraceView.for_run(self.backend, self.config, self.model, self.instruction,
-                                          generation=len(self.steps) + 1)
-            self.view.within = "episode"
-            self.pending = True
-        self.view.add(frame, self.backend)
-
-    def read_step(self, step: Step, _lane: int = 0) -> None:
-        self.steps.append(step)
-        if self.pending and self.view is not None and step.result is not None:
-            self.view.finish(step.result)             # a step Stop cut is the engine's cancelled Result
-        self.pending = False
+    within = "episode"
 
     def panel(self, mode: str, otherwise: Any) -> Any:
         """The last reply's panel in `mode`, or `otherwise` before any."""
@@ -177,11 +157,7 @@ class AgentHandlers:
                     # World there (the worker must not find it replaced afterwards)
                     self.ctx.world_pages.show(key, world_for(task), owner="episode")
                 backend = held.enter_context(self.ctx.registry.using(model))
-                mask_id = backend.mask_id if backend.kind == "diffusion" else None
-                size = block_size_of(mask_id, config.block_size)
-                run = held.enter_context(Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second,
-                                             parts=lambda frame, _lane: part_count(frame, mask_id, config.gen_length,
-                                                                                   size)))
+                run = held.enter_context(Run(self.ctx.runs, key, read.pace_ms, self.updates_per_second))
                 yield from self._episode(run, backend, task, config, model, limit, graded,
                                          Venue(pages, conversation, scenario))
         except PagesUnavailable as exc:
@@ -195,6 +171,8 @@ class AgentHandlers:
                  limit: int, graded: bool, venue: Venue) -> Generator[tuple, None, None]:
         pages, conversation = venue.pages, venue.conversation
         starts: list[int] = []                        # where each request of a conversation begins in steps
+        episode = EpisodeView(backend, config, model, task["instruction"])
+        run.parts = episode.part_count
         if conversation is not None:
             run.start(lambda r: run_conversation(
                 backend, conversation, config, max_replies=limit, on_frame=r.frame, on_step=lambda s: r.put("step", s),
@@ -204,7 +182,6 @@ class AgentHandlers:
             run.start(lambda r: run_episode(backend, task, config, max_replies=limit, on_frame=r.frame,
                                             on_step=lambda s: r.put("step", s), should_stop=r.should_stop,
                                             pages=pages), name="agent-episode")
-        episode = EpisodeView(backend, config, model, task["instruction"])
         steps = episode.steps
         known = list(task.get("requests") or [task["instruction"]])   # what a call may copy from (app/steps.py)
         transcript, shot = None, None

@@ -232,7 +232,7 @@ class ChatHandlers:
             turn = ChatTurn(run, config, model, message, history, user, structured=read.structured,
                             system=system, in_pages=ask.where == PAGES and not read.structured,
                             shown_before=tree.messages(depth))
-            run.parts = lambda frame, _lane: turn.part_count(frame)
+            run.parts = turn.part_count
             watch = yield from self._stream(run, turn, world, context, conversation_id, spec, system)
             if run.discarded:                        # New chat came: the run is saved, the page moved on
                 return
@@ -307,7 +307,7 @@ class ChatHandlers:
                 turn.stop()
             return self._save(turn, conversation_id, spec, system) if cut or turn.steps else conversation_id
 
-        watch = Watch(run, lambda frame, _lane: turn.add(frame), lambda step, _lane: turn.step_done(step), keep)
+        watch = Watch(run, turn.read_frame, turn.read_step, keep)
         try:
             with ExitStack() as held:
                 # the browser first: when it cannot run the pages, no weights are loaded for nothing
@@ -410,8 +410,8 @@ class ChatHandlers:
         meta = {"system": system, "config": turn.config.to_dict(), "world": spec or DEFAULT_WORLD,
                 "tools_in": PAGES if turn.in_pages else WORLD,
                 **({"webmcp": turn.webmcp} if turn.in_pages else {})}
-        exchange = Exchange("chat", title_of(turn.message), turn.model, meta=meta, conversation_id=conversation_id,
-                            turns=[TurnRecord("user", turn.message), *step_turns(turn.steps, turn.config, turn.model)])
+        exchange = Exchange("chat", title_of(turn.prompt), turn.model, meta=meta, conversation_id=conversation_id,
+                            turns=[TurnRecord("user", turn.prompt), *step_turns(turn.steps, turn.config, turn.model)])
         return save(self.ctx, exchange)
 
 

@@ -8,9 +8,7 @@ import time
 from typing import Any
 
 from engine.metrics import combined, summary_line
-from engine.trace import GenerationConfig, block_size_of
-from visualizer.parts import part_count
-from world.agent import Step
+from engine.trace import GenerationConfig
 from world.format import EOS, render_call
 from world.tools import FINISH
 
@@ -27,18 +25,23 @@ from .steps import (
     step_contexts,
 )
 from .structured import shown_json
+from .watch import Generations
 
 CUT_CALL_NOTE = "(Stop came while a tool call was being written: it was cut off there and not run.)"
 EMPTY_PANEL = '<div class="dp-panel dp-empty">The denoising of the next answer shows here, round by round.</div>'
 
 
-class ChatTurn:
+class ChatTurn(Generations):
     """What one chat turn has so far: the steps done, the generation in progress, its view."""
 
     def __init__(self, run: Run, config: GenerationConfig, model: str, message: str, history: list[dict[str, Any]],
                  user: dict[str, Any], structured: bool = False, system: str = "", in_pages: bool = False,
                  shown_before: list[dict[str, Any]] | None = None) -> None:
-        self.run, self.config, self.model, self.message = run, config, model, message
+        # the backend comes once the model is loaded (app/chat.py sets it before the first forward)
+        super().__init__(None, config, model, message, TraceView(
+            frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1, steps=None,
+            kind="diffusion", config=config, model=model, prompt=message))
+        self.run = run
         # the Chatbot's messages before this turn's, as the chat shows them (with their versions'
         # arrows: app/chat_tree.py); the history's own when not given
         self.shown_before = chat_messages(history) if shown_before is None else shown_before
@@ -47,33 +50,11 @@ class ChatTurn:
         self.webmcp = ""                          # ... on whose WebMCP: native or polyfill, once they ran
         self.history, self.user = history, user
         self.known = conversation_sources(history + [user], system)   # what a call may copy from
-        self.steps: list[Step] = []
-        self.backend: Any = None
-        self.view = TraceView(frames=[], pieces={}, mask_id=None, gen_length=config.gen_length, block_size=1,
-                              steps=None, kind="diffusion", config=config, model=model, prompt=message)
         self.stopped = False
-        self.pending = False                      # frames arrived for a reply that is not a step yet
 
-    def add(self, frame: Any) -> None:
-        if not self.pending:                      # the first forward of the next reply
-            self.view = TraceView.for_run(self.backend, self.config, self.model, self.message,
-                                          generation=len(self.steps) + 1)
-            # what this reply could copy from, for the marks in its export (app/steps.py)
-            self.view.meta["known"] = self.known + [s.observation for s in self.steps if s.observation is not None]
-            self.pending = True
-        self.view.add(frame, self.backend)
-
-    def part_count(self, frame: Any) -> int:
-        """In how many parts a paced display draws this forward (visualizer/parts.py)."""
-        diffusion = getattr(self.backend, "kind", "") == "diffusion"
-        mask_id = self.backend.mask_id if diffusion else None
-        return part_count(frame, mask_id, self.config.gen_length, block_size_of(mask_id, self.config.block_size))
-
-    def step_done(self, step: Step) -> None:
-        self.steps.append(step)
-        if self.pending and step.result is not None:
-            self.view.finish(step.result)
-        self.pending = False
+    def begin(self, view: TraceView) -> None:
+        # what this reply could copy from, for the marks in its export (app/steps.py)
+        view.meta["known"] = self.known + [s.observation for s in self.steps if s.observation is not None]
 
     def _in_flight(self) -> list[dict[str, Any]]:
         """The reply being generated, as the person may see it: text, or a pending tool card."""

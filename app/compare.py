@@ -23,10 +23,9 @@ import gradio as gr
 from markupsafe import Markup
 
 from engine.metrics import LABELS, Ends, combined, formatted, numbers, scope_label
-from engine.trace import ConfigError, Frame, GenerationConfig, block_size_of
+from engine.trace import ConfigError, Frame, GenerationConfig
 from sessions import TurnRecord
 from visualizer import turn_race_plot
-from visualizer.parts import part_count
 from world.agent import Step, act_steps
 from world.tools import FINISH
 
@@ -43,7 +42,7 @@ from .saving import Exchange, save, title_of
 from .settings import DEFAULTS, read_settings
 from .state import AppContext
 from .steps import step_turns
-from .watch import Watch
+from .watch import Generations, Watch
 from .widgets import (
     GENERATE,
     QUIET,
@@ -67,26 +66,24 @@ FAIRNESS_NOTE = (
 )
 
 
-class Racer:
+class Racer(Generations):
     """One side of the race: its whole turn stepped one forward at a time (worker side) and what
-    the display has read of it (handler side)."""
+    the display has read of it (handler side: its generations, app/watch.py)."""
 
     def __init__(self, name: str, backend: Any, messages: list[dict[str, str]], config: GenerationConfig,
                  prompt: str) -> None:
-        self.name, self.backend, self.config, self.prompt = name, backend, config, prompt
+        super().__init__(backend, config, name, prompt, TraceView.for_run(backend, config, name, prompt, generation=1))
+        self.name = name
         world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
         context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
         self.stopping = False                    # Stop: the turn ends at this side's next forward
         self.events = act_steps(backend, world, context, config, max_replies=MAX_REPLIES, text_answers=True,
                                 should_stop=lambda: self.stopping)
         self.decided: list[Frame] = []           # worker: frames of the generation in progress
-        self.steps: list[Step] = []              # worker: finished generations, in order
+        self.done: list[Step] = []               # worker: finished generations, in order
         self.answer: str | None = None
         self.over = False
         # the handler's side
-        self.view = TraceView.for_run(backend, config, name, prompt, generation=1)
-        self.shown: list[Step] = []              # steps the display has reached
-        self.pending = False                     # frames read for a generation not finished yet
         self.finished = False                    # the display has reached the end of this side
         self.cut = False                         # Stop came before this side's turn was over
 
@@ -106,7 +103,7 @@ class Racer:
                 self.over = True
                 return finished, None
             if isinstance(item, Step):
-                self.steps.append(item)
+                self.done.append(item)
                 self.decided = []
                 finished.append(item)
                 continue
@@ -127,36 +124,19 @@ class Racer:
         return ended
 
     # -- the handler's side -------------------------------------------------------------------
-    def read_frame(self, frame: Frame) -> None:
-        if not self.pending:
-            self.view = TraceView.for_run(self.backend, self.config, self.name, self.prompt,
-                                          generation=len(self.shown) + 1)
-            self.pending = True
-        self.view.add(frame, self.backend)
-
-    def read_step(self, step: Step) -> None:
-        self.shown.append(step)
-        if self.pending and step.result is not None:
-            self.view.finish(step.result)
-        self.pending = False
-
     def turn_numbers(self, stopped: bool = False) -> Any:
         """This side's turn so far (engine.metrics.combined): the generations shown, and the one in progress."""
-        parts = [s.result.stats for s in self.shown if s.result is not None]
+        parts = [s.result.stats for s in self.steps if s.result is not None]
         if self.pending and self.view.frames:
             parts.append(numbers(self.view.frames, self.view.ends or Ends.of(self.backend),
                                  "stopped" if stopped else "running"))
         return combined(parts), len(parts)
 
-    def part_count(self, frame: Frame) -> int:
-        return part_count(frame, self.view.mask_id, self.config.gen_length,
-                          block_size_of(self.view.mask_id, self.config.block_size))
-
 
 def answer_html(racer: Racer) -> Markup:
     """A finished side's answer as a person reads it, under its grid: the text of its last reply,
     model text escaped (the tool calls before it are in the grid's generations and the table)."""
-    calls = sum(1 for step in racer.shown if step.call is not None and step.call.get("name") != FINISH)
+    calls = sum(1 for step in racer.steps if step.call is not None and step.call.get("name") != FINISH)
     made = f" after {calls} tool call(s)" if calls else ""
     if racer.answer:
         return Markup('<div class="dp-answer-text" data-side="{}"><b>Answer{}:</b> {}</div>').format(
@@ -238,7 +218,7 @@ class CompareHandlers:
         live or replay (app/runs.py `mode`); a finished side's answer as text under its grid."""
         out = []
         for index, racer in enumerate(racers):
-            racer.view.generations = len(racer.shown) if racer.finished else 0
+            racer.view.generations = len(racer.steps) if racer.finished else 0
             mode = "stopped" if racer.cut else "done" if racer.finished else run.mode(index)
             panel = racer.view.panel(mode, part=part if index == lane else None, behind=run.behind(index))
             out.append(panel + str(answer_html(racer)) if racer.finished else panel)   # both HTML already
@@ -297,7 +277,7 @@ class CompareHandlers:
         panels = {**self._panels(run, racers), "table": stats_table(racers, stopped)}
         yield COMPARE_OUTPUTS.update(**panels, status=status)
         # then the plot: for a long answer it takes a while to build
-        sides = [(racer.name, [(s.result.frames, ends_of(s.result, config)) for s in racer.shown
+        sides = [(racer.name, [(s.result.frames, ends_of(s.result, config)) for s in racer.steps
                                if s.result is not None]) for racer in racers]
         yield COMPARE_OUTPUTS.update(**panels, race=turn_race_plot(sides, scope=scope_label("turn")), status=status)
 
@@ -307,13 +287,13 @@ class CompareHandlers:
         for racer in racers:
             if stopped or racer.running:
                 racer.stop()
-            for step in racer.steps[len(racer.shown):]:
+            for step in racer.done[len(racer.steps):]:
                 racer.read_step(step)
             racer.finished = True
 
     def _save(self, racers: list[Racer], config: GenerationConfig, prompt: str) -> int | None:
         """The pair as one conversation: the prompt, then each model's turn with its frames."""
-        if not any(r.steps for r in racers):
+        if not any(r.done for r in racers):
             return None                               # stopped before the first forward: nothing to keep
         names = [r.name for r in racers]
         exchange = Exchange(
@@ -321,7 +301,7 @@ class CompareHandlers:
             meta={"diffusion": names[0], "baseline": names[1], "config": config.to_dict(),
                   "schedule": "interleaved: one forward each in turn, one thread, per-model clocks",
                   "answers": {r.name: r.answer for r in racers}},
-            turns=[TurnRecord("user", prompt)] + [t for r in racers for t in step_turns(r.steps, config, r.name)])
+            turns=[TurnRecord("user", prompt)] + [t for r in racers for t in step_turns(r.done, config, r.name)])
         return save(self.ctx, exchange, "This comparison")
 
 

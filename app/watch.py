@@ -4,6 +4,9 @@
 - the parts rule: a forward drawn in parts (app/runs.py `Run.events`) reaches the tab's reader
   once, when its first part is read; the later parts only redraw it;
 - the steps: each finished step (a tool call, an answer) reaches the tab's reader as it comes;
+- the view of each generation (`Generations`): a TraceView begun at a reply's first forward and
+  finished by its step, and in how many parts a paced display draws each forward; Chat's turn, an
+  Agent episode and each Compare side are one;
 - the end of the turn, whichever way it comes: its events over, Stop (the worker ends with a
   cancelled generation, so the events end too), or the handler closed under it (a client's
   cancel, New chat). Closed, it stops the worker, reads what the worker had not handed over, and
@@ -22,11 +25,54 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from engine.trace import Frame
+from engine.trace import Frame, GenerationConfig, block_size_of
+from visualizer.parts import part_count
+from world.agent import Step
 
+from .live import TraceView
 from .runs import Event, Run
 
 NOT_SAVED = object()
+
+
+class Generations:
+    """The view of each generation of a turn, as its handler reads them: the steps finished so
+    far, and the reply in flight as a TraceView begun at its first forward and finished by its
+    step (a step Stop cut is the engine's cancelled Result). `view` is the last reply's, or the
+    one given before any."""
+
+    within = "turn"                               # what the generations make up (TraceView.within)
+
+    def __init__(self, backend: Any, config: GenerationConfig, model: str, prompt: str,
+                 view: TraceView | None = None) -> None:
+        self.backend, self.config, self.model, self.prompt = backend, config, model, prompt
+        self.steps: list[Step] = []
+        self.view = view
+        self.pending = False                      # frames arrived for a reply that is not a step yet
+
+    def read_frame(self, frame: Frame, _lane: int = 0) -> None:
+        if not self.pending:                      # the first forward of the next reply
+            self.view = TraceView.for_run(self.backend, self.config, self.model, self.prompt,
+                                          generation=len(self.steps) + 1)
+            self.view.within = self.within
+            self.begin(self.view)
+            self.pending = True
+        self.view.add(frame, self.backend)
+
+    def begin(self, view: TraceView) -> None:
+        """A reply's view was made (a tab may add to its meta)."""
+
+    def read_step(self, step: Step, _lane: int = 0) -> None:
+        self.steps.append(step)
+        if self.pending and self.view is not None and step.result is not None:
+            self.view.finish(step.result)
+        self.pending = False
+
+    def part_count(self, frame: Frame, _lane: int = 0) -> int:
+        """In how many parts a paced display draws this forward (visualizer/parts.py)."""
+        diffusion = getattr(self.backend, "kind", "") == "diffusion"
+        mask_id = self.backend.mask_id if diffusion else None
+        return part_count(frame, mask_id, self.config.gen_length, block_size_of(mask_id, self.config.block_size))
 
 
 class Watch:
