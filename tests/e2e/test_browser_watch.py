@@ -193,6 +193,18 @@ def test_show_every_round_and_a_saved_preset(browser, tmp_path):
     assert saved["temperature"] == 0.75
 
 
+def settled_top(page, locator, tries: int = 50) -> float:
+    """The element's top in the page once two readings 100 ms apart agree (the layout is done)."""
+    top = None
+    for _ in range(tries):
+        now = locator.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        if now == top:
+            return now
+        top = now
+        page.wait_for_timeout(100)
+    raise AssertionError(f"the layout kept moving: last top {top}")
+
+
 def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -201,7 +213,10 @@ def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
         page = browser.new_page(viewport={"width": 1440, "height": 960})
         page.goto(url)
         below = page.locator("#chat-world-box")                         # under the panel, in its column
-        before = below.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        # Gradio mounts the column's pieces one after another: measured before the panel above it
+        # was there, the box stood 420 px higher (1 run in 4 beside a training run)
+        expect(page.locator("#live-panel .dp-empty")).to_be_visible(timeout=30_000)
+        before = settled_top(page, below)
         length = page.locator("#chat-gen-length input[type=number]")
         length.fill("256")
         length.press("Enter")
