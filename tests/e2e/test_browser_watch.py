@@ -17,6 +17,7 @@ from app.settings import PACE_MS
 from tests.e2e.app_fakes import fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import show_setting
+from tests.e2e.layout import TOP_JS, settled_top
 
 SNAPSHOT_MS = 40                                    # how often the page is read (NOTES.md, "Browser tests")
 CONTRAST_JS = (Path(__file__).parent / "contrast.js").read_text(encoding="utf-8")
@@ -193,18 +194,6 @@ def test_show_every_round_and_a_saved_preset(browser, tmp_path):
     assert saved["temperature"] == 0.75
 
 
-def settled_top(page, locator, tries: int = 50) -> float:
-    """The element's top in the page once two readings 100 ms apart agree (the layout is done)."""
-    top = None
-    for _ in range(tries):
-        now = locator.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
-        if now == top:
-            return now
-        top = now
-        page.wait_for_timeout(100)
-    raise AssertionError(f"the layout kept moving: last top {top}")
-
-
 def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
     from playwright.sync_api import expect
 
@@ -224,7 +213,7 @@ def test_a_long_answer_scrolls_inside_a_fixed_height_panel(browser, tmp_path):
         page.locator("#send").click()
         expect(page.locator('#live-panel [data-mode="done"]')).to_be_visible(timeout=60_000)
         box = page.locator("#live-panel .dp-panel").evaluate("e => [e.clientHeight, e.scrollHeight]")
-        after = below.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        after = below.evaluate(TOP_JS)
         page.close()
     ctx.close()
     assert box[1] > box[0] and 300 <= box[0] <= 420, box          # fixed height; the grid scrolls inside

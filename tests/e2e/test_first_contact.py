@@ -22,6 +22,7 @@ import pytest
 from tests.e2e.app_fakes import Slow, fake_backends, fake_context, running_app
 from tests.e2e.chromium import BROWSER_MARKS
 from tests.e2e.controls import set_number
+from tests.e2e.layout import TOP_JS, settled_top
 from tests.fakes import FakeARBackend, FakeDiffusionBackend
 from tests.world.scripted import oracle_target, world_format
 from world.format import render_call
@@ -252,8 +253,7 @@ def test_the_live_panel_keeps_its_height_and_scrolls(browser, tmp_path):
     with running_app(ctx) as (_demo, url):
         page = open_page(browser, url)
         system = page.get_by_label("System prompt (optional)")
-        where = "e => e.getBoundingClientRect().top + window.scrollY"      # on the page, whatever the scroll
-        before = system.evaluate(where)
+        before = settled_top(page, system)
         empty_height = page.locator("#live-panel .dp-panel").evaluate("e => e.getBoundingClientRect().height")
         set_number(page, "#chat-gen-length", "256")
         set_number(page, "#chat-pace-ms", "0")
@@ -265,7 +265,7 @@ def test_the_live_panel_keeps_its_height_and_scrolls(browser, tmp_path):
                                                 "e.clientHeight]")
         assert height == empty_height <= 400 and scroll > client   # 256 cells scroll inside a fixed box
         # below it only the replay row appeared; the 256 cells pushed nothing down
-        assert system.evaluate(where) - before < 80
+        assert system.evaluate(TOP_JS) - before < 80
         shot(page, "fixed-height")
         page.close()
     ctx.close()
