@@ -73,7 +73,6 @@ class Racer(Generations):
     def __init__(self, name: str, backend: Any, messages: list[dict[str, str]], config: GenerationConfig,
                  prompt: str) -> None:
         super().__init__(backend, config, name, prompt, TraceView.for_run(backend, config, name, prompt, generation=1))
-        self.name = name
         world = world_from_spec(world_spec_for(prompt))              # each side acts in its own copy
         context = model_context(backend, [dict(m) for m in messages])  # the loop appends to it: one per side
         self.stopping = False                    # Stop: the turn ends at this side's next forward
@@ -86,6 +85,11 @@ class Racer(Generations):
         # the handler's side
         self.finished = False                    # the display has reached the end of this side
         self.cut = False                         # Stop came before this side's turn was over
+
+    @property
+    def name(self) -> str:
+        """The side's model, as its picker names it."""
+        return self.model
 
     @property
     def running(self) -> bool:
