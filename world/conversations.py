@@ -247,7 +247,8 @@ def _next_turn(k: int, wanted: int, plan: list | None, memory: Memory, live, rng
                 continue
             slots, extra, text = made
             if k > 0:
-                text = rng.choice(followups.HELDOUT_THANKS_OPENERS if frames_at else followups.THANKS_OPENERS) + text
+                openers = followups.THANKS_OPENERS + (followups.WIDER_THANKS_OPENERS if phrasing == "train" else ())
+                text = rng.choice(followups.HELDOUT_THANKS_OPENERS if frames_at else openers) + text
         return intent, slots, extra, text
     return None
 

@@ -126,7 +126,7 @@ FOLLOW_INTENTS = tuple(FRAMES)
 # office-six chains use, keeps FRAMES' first tuple alone, so that committed set stays as drawn):
 # the widened lessons of issue 49 in everyday and casual register ("add {qty} pls", "thx, that's it").
 # None shares five words in a row with a held-out frame (tests/world/test_conversations.py).
-WIDER: dict[str, tuple[str, ...]] = {
+_WIDER_V12: dict[str, tuple[str, ...]] = {
     "follow_add": ("ok add it", "Yes please, add {qty}.", "That one. Add it to my bag.", "I want it, add it please.",
         "Go ahead and add {qty} to my cart.", "add {qty} pls", "Sure, I'll have {qty} of those.", "Add it, thanks."),
     "follow_add_more": ("Make that {qty} more.", "Can I have {qty} more?", "plus {qty} more pls",
@@ -170,8 +170,61 @@ WIDER: dict[str, tuple[str, ...]] = {
         "Appreciate it, all done."),
 }
 
+# Corpus v14 (issue 49, after stage 6): a second round of everyday wording, each lesson about
+# doubled. Stage 6's BD twin failed 33 of 65 held-out follow-ups and half the held-out goodbyes
+# while its validation loss still fell: it had read each lesson in ~15 shapes, too few to carry
+# one it had not read. Written fresh, not from the held-out frames (the test above still holds).
+_WIDER_V14: dict[str, tuple[str, ...]] = {
+    "follow_add": ("Looks good, add {qty} to the cart.", "Stick it in my basket.", "Yep, that one goes in the cart.",
+        "I'd like that, add it.", "Alright, {qty} of those into the cart please.", "Ok then, cart {qty} of it.",
+        "Grab me {qty} of that.", "Into the basket it goes.", "Fine, I'll buy it: add {qty}."),
+    "follow_add_more": ("Bump it up by {qty}.", "Throw {qty} more in.", "I want {qty} more of them.",
+        "Add {qty} extra, please.", "Let me have {qty} more.", "Up it by {qty}, please.",
+        "{qty} more of the same thing, thanks."),
+    "follow_cart_total": ("What's the cart at now?", "How much am I spending so far?", "And what's my bill now?",
+        "Total so far?", "Give me the total for my cart.", "What will all of that cost me?",
+        "How much is everything in the cart?", "So how much do I pay?"),
+    "follow_size": ("That won't fit, I need {size}.", "I'm a {size}, do you have that?", "Same one in {size}?",
+        "My size is {size}, not that one.", "Could you look for a {size} instead?", "Is there a {size} of it?",
+        "Size {size} would fit me better."),
+    "follow_checkout": ("{value}, that's my {label}.", "For the {label}, use {value}.", "Sorry, the {label} is {value}.",
+        "Put {value} as the {label}.", "Of course: {value}.", "ok {value}", "Yes, {value}. Please go on."),
+    "follow_invoice": ("Next, an invoice to {obj} for {amount}, {description}.",
+        "Let's bill {obj} {amount} for the {description}.", "I also need a {amount} invoice to {obj}, for {description}.",
+        "Please put {amount} for {description} on an invoice for {obj}.", "Time to invoice {obj}: {description}, {amount}.",
+        "Could you bill {obj} for the {description}? It's {amount}."),
+    "follow_invoice_amount": ("{amount} is the figure.", "Charge {amount}.", "The total is {amount}.",
+        "Go with {amount}.", "Let's say {amount}.", "{amount} on the invoice."),
+    "follow_course_code": ("The course is {course}.", "{course} for {obj}.", "It should be {course}.",
+        "Sign {obj} up for {course}.", "Ah, {course}.", "Let's go with {course}."),
+    "follow_find_invoices": ("What has {subj} been invoiced?", "Look up {pos} invoices.", "Bring up {pos} bills.",
+        "Which bills have we sent {obj}?", "All of {pos} invoices, please.", "Does {subj} have {status} invoices?",
+        "Get me every invoice {subj} has."),
+    "follow_unpaid_total": ("How much is {subj} behind?", "What's the outstanding amount for {obj}?",
+        "What does {subj} owe in total?", "Total up {pos} unpaid bills.", "How much has {subj} not paid yet?",
+        "Sum what {subj} owes.", "What's {pos} open balance?"),
+    "follow_sum_those": ("Sum it all up.", "What's the grand total?", "Add all of those together.",
+        "One total for those, please.", "Together, how much is that?", "What's the combined amount?",
+        "Total those up for me.", "All in, what's the sum?"),
+    "follow_course": ("Enrol {obj} in {course} as well.", "Also put {obj} down for {course}.", "Add {obj} to {course}.",
+        "Get {obj} onto {course} too.", "I'd like {obj} registered for {course}.", "Next, {course} for {obj}."),
+    "follow_course_same": ("{name} wants that course too.", "Same class for {name}, please.",
+        "Book {name} on it as well.", "{name} should join that one too.", "Put {name} in that course too.",
+        "Add {name} to it as well."),
+    "follow_activity": ("Next up, {activity}.", "Check on {activity} now.", "What about the {activity} one?",
+        "How's {activity} going?", "{activity} too, please.", "Where is {activity} at?"),
+    "closing": ("Super, that's everything from me.", "Great, I'll leave it there.", "That does it, thanks so much.",
+        "Thanks, you've been great.", "Cheers, bye for now.", "That's all I needed, goodbye.",
+        "Perfect, I'm finished.", "You were very helpful, bye.", "Alright, no more for today.", "Many thanks, see you.",
+        "Terrific, nothing further.", "Splendid, that's the lot."),
+}
+WIDER: dict[str, tuple[str, ...]] = {intent: frames + _WIDER_V14[intent] for intent, frames in _WIDER_V12.items()}
+
 # what a pronoun frame may say for a customer or a student: (object, subject, possessive)
 PRONOUNS = (("her", "she", "her"), ("him", "he", "his"), ("them", "they", "their"))
 # a short thanks that may open a request after an answer ("Thanks! Now ...")
 THANKS_OPENERS = ("", "", "", "", "", "Thanks! ", "Great, thanks. ", "Thank you. ", "Perfect. ", "Ok. ")
+# more of them, for the grammar's `train` wording only (corpus v14), as the wider frames are
+WIDER_THANKS_OPENERS = ("Nice, thanks. ", "Awesome. ", "Cheers! ", "Super, thank you. ", "Good stuff. ",
+                        "Thanks a lot. ", "Brill. ", "Ta. ")
 HELDOUT_THANKS_OPENERS = ("", "", "", "Lovely, cheers. ", "Nice one. ")
