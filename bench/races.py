@@ -61,7 +61,10 @@ def run_races(races: int, prompt: str, diffusion: str, baseline: str, device: st
     sides = {}
     for name, values in seconds.items():
         median = statistics.median(values)
-        sides[name] = {"model_s": [round(v, 4) for v in values], "median_s": round(median, 4),
+        # seconds to the microsecond, so that the ratios can be worked out again from the report
+        # (a fake model's race takes about a millisecond); the verdict is read off the ratios as
+        # the report shows them, the one definition of "within the target"
+        sides[name] = {"model_s": [round(v, 6) for v in values], "median_s": round(median, 6),
                        "max_over_median": round(max(values) / median, 3),
                        "median_over_min": round(median / min(values), 3)}
         sides[name]["within_target"] = max(sides[name]["max_over_median"], sides[name]["median_over_min"]) \

@@ -16,8 +16,11 @@ def test_each_race_is_read_back_from_its_stored_row():
         values = side["model_s"]
         assert len(values) == 3 and all(v > 0 for v in values)
         assert side["max_over_median"] >= 1.0 and side["median_over_min"] >= 1.0
-        spread = max(max(values) / side["median_s"], side["median_s"] / min(values))
-        assert side["within_target"] == (spread <= 1.5 + 1e-3)
+        # the shown ratios follow the shown seconds, and the verdict follows the shown ratios (a test
+        # that worked the verdict out again from rounded seconds disagreed with it at a spread of 1.4999)
+        assert side["max_over_median"] == pytest.approx(max(values) / side["median_s"], rel=1e-2)
+        assert side["median_over_min"] == pytest.approx(side["median_s"] / min(values), rel=1e-2)
+        assert side["within_target"] == (max(side["max_over_median"], side["median_over_min"]) <= 1.5)
     assert "median" in table(report) and len(report["wall_s"]) == 3
 
 
