@@ -173,7 +173,9 @@ _WIDER_V12: dict[str, tuple[str, ...]] = {
 # Corpus v14 (issue 49, after stage 6): a second round of everyday wording, each lesson about
 # doubled. Stage 6's BD twin failed 33 of 65 held-out follow-ups and half the held-out goodbyes
 # while its validation loss still fell: it had read each lesson in ~15 shapes, too few to carry
-# one it had not read. Written fresh, not from the held-out frames (the test above still holds).
+# one it had not read. Written fresh, not from the held-out frames (the five-word test holds).
+# Corpus v15 rewords two invoice frames of v14 that completed the 4-grams of two hand-written
+# requests (tests/training/test_handwritten_excluded.py).
 _WIDER_V14: dict[str, tuple[str, ...]] = {
     "follow_add": ("Looks good, add {qty} to the cart.", "Stick it in my basket.", "Yep, that one goes in the cart.",
         "I'd like that, add it.", "Alright, {qty} of those into the cart please.", "Ok then, cart {qty} of it.",
