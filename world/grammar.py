@@ -21,13 +21,14 @@ import re
 from functools import cache
 from typing import Any
 
-from world import entities, phrasebook
+from world import casual, entities, phrasebook
 from world.templates import INSTRUCTIONS
 
 PHRASINGS = ("template", "train", "heldout", "words")
 TEMPLATE_SHARE = 0.2    # of training instructions that keep an old template
 LOWER_RATE = 0.08       # the words (never the entities) all in lower case
 TYPO_RATE = 0.04        # one swapped pair of letters in a word of the frame
+CASUAL_SHARE = 0.35     # of training instructions (not kept as a template) in everyday wording (casual.py)
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 OUTSIDE_KINDS = tuple(phrasebook.OUTSIDE_FRAMES)
 PIECE = re.compile(r"(<\w+>|\{\w+\})")
@@ -228,7 +229,24 @@ def instruction(key: str, slots: dict[str, Any], phrasing: str, rng: random.Rand
     group = phrasebook.GROUP_OF[key]
     frames = [(f"{group}.{i}", f[2], f[3]) for i, f in enumerate(phrasebook.FRAMES[group])]
     frame_id, pattern, _ = rng.choice(_choose(frames, phrasing, lambda o: o[1]))
-    return surface(_with_fillers(render(pattern, slots, rng, phrasing), rng), rng, noise), frame_id
+    text = sentence(pattern, slots, rng, phrasing, noise)
+    everyday = casual.frames_for(group, slots) if phrasing == "train" else ()
+    if everyday:
+        # everyday wording in place of the frame's sentence, drawn on a stream of its own seeded by
+        # that sentence: the main stream, and so every set drawn from it, stays as it was (the
+        # hand-written set's values come from scenarios drawn after a discarded training wording)
+        side = random.Random(f"casual:{text}")
+        if side.random() < CASUAL_SHARE:
+            i = side.randrange(len(everyday))
+            return sentence(everyday[i], slots, side, phrasing, noise), f"{group}.casual.{i}"
+    return text, frame_id
+
+
+def sentence(pattern: str, slots: dict[str, Any], rng: random.Random, phrasing: str, noise: bool = True,
+             fillers: bool = True) -> str:
+    """One pattern as a request: its words and values, an opener and a closer, the noise."""
+    pieces = render(pattern, slots, rng, phrasing)
+    return surface(_with_fillers(pieces, rng) if fillers else pieces, rng, noise)
 
 
 def two_goal_instruction(intents: list[str], slots: dict[str, Any], phrasing: str, rng: random.Random,
