@@ -19,7 +19,7 @@ from world.format import assistant_spans, parse_call, render_chat
 from world.oracle import OracleModel, solve
 from world.start import world_for
 from world.task_sets import HELDOUT_SIZE, load_heldout_tasks, validation_tasks
-from world.tasks import AGENT_INTENTS, ALL_INTENTS, EXTRA_INTENTS
+from world.tasks import AGENT_INTENTS, ALL_INTENTS, EXTRA_INTENTS, UNKNOWN_INTENT, build_task
 
 PERSON_ARG = re.compile(r'"name":"([A-Z][a-z]+ [A-Z][a-z]+)"')     # a person's name in a call (not a tool's)
 
@@ -89,6 +89,19 @@ def test_training_course_codes_are_half_made_up_and_held_out_ones_never_are():
     held = [m.group(1) for r in corpus_lines("heldout", 300, seed=2) for m in code.finditer(r["text"])]
     assert held and not any(entities.is_made_up("course", c) for c in held)
     assert all(entities.split_of("course", c) == "heldout" for c in held)
+
+
+def test_training_clothes_the_shop_never_sells_are_half_made_up_and_never_a_shop_word():
+    """The five held-out clothes ("tuxedo") can only be copied: half the training requests for
+    clothes the shop never sells name a made-up piece (lower case, no word of the shop's), and
+    held-out tasks keep the real ones."""
+    styles = [build_task(UNKNOWN_INTENT, "train", seed, "train")[0]["slots"]["style"] for seed in range(300)]
+    made_up = [s for s in styles if entities.is_made_up("unknown_style", s)]
+    assert 0.3 * len(styles) < len(made_up) < 0.7 * len(styles)
+    shop = {w for v in entities.STYLES + entities.UNKNOWN_STYLES + entities.COLORS for w in v.split()}
+    assert all(s.islower() and s not in shop and entities.split_of("unknown_style", s) == "train" for s in made_up)
+    held = [build_task(UNKNOWN_INTENT, "heldout", seed, "heldout")[0]["slots"]["style"] for seed in range(100)]
+    assert set(held) == set(entities.pool("unknown_style", "heldout"))
 
 
 def test_corpus_records_are_complete_compact_transcripts():

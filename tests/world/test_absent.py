@@ -39,7 +39,7 @@ def style_split(intent: str, style: str) -> str | None:
     if intent == ABSENT_INTENT:
         assert style in entities.STYLES
         return None
-    assert style in entities.UNKNOWN_STYLES
+    assert style in entities.UNKNOWN_STYLES or entities.is_made_up("unknown_style", style)
     return entities.split_of("unknown_style", style)
 
 
