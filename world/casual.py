@@ -6,8 +6,8 @@ never from its sentences. Data only; grammar.instruction draws these beside a gr
 frames, in the `train` wording only (corpus v16), so the held-out and `words` sets stay as drawn.
 
 Patterns are the grammar's (`<family>` a word, `{slot}` a value). A group here is a frame group of
-phrasebook.FRAMES; "find_invoices_all" words a request for every invoice of a customer, drawn only
-when the request has no status.
+phrasebook.FRAMES, or "outside.<kind>" for OUTSIDE; "find_invoices_all" words a request for every
+invoice of a customer, drawn only when the request has no status.
 """
 
 from __future__ import annotations
@@ -121,10 +121,10 @@ CASUAL: dict[str, tuple[str, ...]] = {
     "activity": (
         "How's {activity} coming along?",
         "Has {activity} finished, or is it still going?",
-        "Any news on {activity}?",
-        "Where are we with {activity}?",
+        "Any word on {activity}?",
+        "What stage is {activity} at?",
         "Did {activity} complete?",
-        "Can you see how {activity} is doing?",
+        "Can you peek at {activity} for me?",
         "{activity} - still going?",
     ),
     "buy": (
@@ -136,9 +136,29 @@ CASUAL: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# requests outside the world, by kind (phrasebook.OUTSIDE_FRAMES), as people type them (corpus v17):
+# the hand-written set's misses here were money, accounts, calls and trivia the frames never named
+OUTSIDE: dict[str, tuple[str, ...]] = {
+    "greeting": ("hey hey", "Morning!", "hello?? anybody", "Hi :) how's your day", "evening all"),
+    "about": ("Is anyone actually reading this?", "Am I chatting with a program?", "What's your job here?",
+              "Is there a human behind this chat?", "Do you have a name?", "Which assistant is this?",
+              "What are you able to help with?"),
+    "general": ("How tall is Mount Everest?", "When did the Second World War end?", "Who invented the telephone?",
+                "Which team won the last football World Cup?", "How many planets are in the solar system?",
+                "Why is the sky blue?", "What's a good recipe for pancakes?", "Who is the richest person alive?",
+                "What's the square root of 144?", "Tell me something interesting about {country}."),
+    "unsupported": ("Send $50 to my sister.", "Top up my phone credit.", "Close my bank account.",
+                    "Remove my profile from the website.", "Ring my dentist and move my appointment.",
+                    "Phone the pizza place for me.", "Renew my library card.", "Post this on my social media.",
+                    "Wire 100 euros to my brother.", "Reset my password please.",
+                    "Get me tickets for a concert in {city}."),
+}
+
 
 def frames_for(group: str, slots: dict) -> tuple[str, ...]:
     """The everyday patterns that may word a request of `group` with these slots."""
+    if group.startswith("outside."):
+        return OUTSIDE[group.removeprefix("outside.")]
     if group == "find_invoices" and not slots.get("status"):
         return CASUAL["find_invoices"] + CASUAL["find_invoices_all"]
     return CASUAL.get(group, ())

@@ -229,16 +229,21 @@ def instruction(key: str, slots: dict[str, Any], phrasing: str, rng: random.Rand
     group = phrasebook.GROUP_OF[key]
     frames = [(f"{group}.{i}", f[2], f[3]) for i, f in enumerate(phrasebook.FRAMES[group])]
     frame_id, pattern, _ = rng.choice(_choose(frames, phrasing, lambda o: o[1]))
-    text = sentence(pattern, slots, rng, phrasing, noise)
+    return _everyday(sentence(pattern, slots, rng, phrasing, noise), frame_id, group, slots, phrasing, noise)
+
+
+def _everyday(text: str, frame_id: str, group: str, slots: dict[str, Any], phrasing: str, noise: bool,
+              fillers: bool = True) -> tuple[str, str]:
+    """The training wording's everyday sentence (casual.py) in place of a frame's, CASUAL_SHARE of
+    the time. It is drawn on a stream of its own seeded by the frame's sentence, so the main
+    stream, and every set drawn from it, stays as it was: the hand-written set's values come from
+    scenarios drawn after a discarded training wording."""
     everyday = casual.frames_for(group, slots) if phrasing == "train" else ()
     if everyday:
-        # everyday wording in place of the frame's sentence, drawn on a stream of its own seeded by
-        # that sentence: the main stream, and so every set drawn from it, stays as it was (the
-        # hand-written set's values come from scenarios drawn after a discarded training wording)
         side = random.Random(f"casual:{text}")
         if side.random() < CASUAL_SHARE:
             i = side.randrange(len(everyday))
-            return sentence(everyday[i], slots, side, phrasing, noise), f"{group}.casual.{i}"
+            return sentence(everyday[i], slots, side, phrasing, noise, fillers), f"{group}.casual.{i}"
     return text, frame_id
 
 
@@ -285,8 +290,10 @@ def outside_instruction(kind: str, slots: dict[str, Any], phrasing: str, rng: ra
     pieces = render(frame, slots, rng, phrasing)
     if kind == "greeting":
         closer = rng.choice(phrasebook.CLOSERS)
-        return surface(pieces + ([(closer, False)] if closer else []), rng, noise), frame_id
-    return surface(_with_fillers(pieces, rng), rng, noise), frame_id
+        text = surface(pieces + ([(closer, False)] if closer else []), rng, noise)
+        return _everyday(text, frame_id, f"outside.{kind}", slots, phrasing, noise, fillers=False)
+    return _everyday(surface(_with_fillers(pieces, rng), rng, noise), frame_id, f"outside.{kind}", slots,
+                     phrasing, noise)
 
 
 # -- what the tests look for -----------------------------------------------------------------

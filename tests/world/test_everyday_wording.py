@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from world import asking, casual, conversations, grammar, phrasebook
-from world.tasks import AGENT_INTENTS, generate_tasks
+from world.tasks import AGENT_INTENTS, OUTSIDE_INTENTS, generate_tasks
 
 SLOT = re.compile(r"\{(\w+)\}")
 
@@ -65,12 +65,14 @@ def test_other_wordings_never_ask_nor_supply(phrasing):
 
 def test_everyday_patterns_use_the_grammars_parts_and_no_held_out_frame_or_word():
     assert set(casual.CASUAL) - {"find_invoices_all"} <= set(phrasebook.FRAMES)
-    patterns = [p for ps in (*casual.CASUAL.values(), *asking.ASK.values(), *asking.SUPPLY.values()) for p in ps]
+    assert set(casual.OUTSIDE) == set(phrasebook.OUTSIDE_FRAMES)
+    tables = (casual.CASUAL, casual.OUTSIDE, asking.ASK, asking.SUPPLY)
+    patterns = [p for table in tables for ps in table.values() for p in ps]
     frames, words = grammar.heldout_matcher(), grammar.heldout_word_matcher()
     for pattern in patterns:
         assert grammar.families_in(pattern) <= set(phrasebook.WORDS), pattern
         assert not words.search(pattern), pattern
-    tasks = generate_tasks("train", 40 * len(AGENT_INTENTS), 6, list(AGENT_INTENTS), "train")
+    tasks = generate_tasks("train", 40 * len(AGENT_INTENTS), 6, list(AGENT_INTENTS + OUTSIDE_INTENTS), "train")
     everyday = [t["instruction"] for t in tasks if ".casual." in t["phrasing"]["frame"]]
     assert len(everyday) > 100
     assert [t for t in everyday if frames.search(t) or words.search(t)] == []
@@ -79,7 +81,7 @@ def test_everyday_patterns_use_the_grammars_parts_and_no_held_out_frame_or_word(
 def test_only_the_training_wording_draws_everyday_frames_and_all_invoices_only_without_a_status():
     shown = Counter()
     for phrasing in ("train", "heldout", "words"):
-        for task in generate_tasks("train", 600, 7, ["office_find_invoices", "shop_add"], phrasing):
+        for task in generate_tasks("train", 600, 7, ["office_find_invoices", "shop_add", "outside_about"], phrasing):
             frame = task["phrasing"]["frame"]
             shown[phrasing, ".casual." in frame] += 1
             if frame.startswith("find_invoices.casual."):
