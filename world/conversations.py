@@ -47,8 +47,8 @@ CLOSING_SHARE = 0.3         # of conversations that end with a thank-you
 TEE_SHARE = 0.09
 TURN_WEIGHTS = {1: 2, 2: 3, 3: 3, 4: 2, 5: 1, 6: 1}    # requests per corpus conversation
 # a request that leaves something out (asking.ASK), in the grammar's `train` wording only: 3 of the
-# ~45 entries a fresh request is drawn from, so ~7 % of fresh requests, ~250 per asked intent in
-# 24,000 conversations (corpus v16; issue 49's "asking for what is missing, then using it")
+# 42 entries a fresh request is drawn from, so ~7 % of fresh requests (~5 % of all), ~330 per asked
+# intent in 24,000 conversations (corpus v16; issue 49's "asking for what is missing, then using it")
 ASK_WEIGHT = 3
 SUPPLY_SHARE = 0.8          # of requests after an ask_missing answer that give what it asked for
 CART_INTENTS = ("shop_checkout", "shop_missing_info", "shop_cart_total")

@@ -98,8 +98,8 @@ LINKS = (("/cart", "View cart"), ("/shop", "Shop now"), ("/courses", "See course
 # them right; held-out tasks keep the real pools.
 MADE_UP_SHARE = 0.5                  # of training names, addresses, course codes and unknown clothes
 # Clothes the shop never sells, made up too (corpus v17): with 20 real words to learn, stage 7's
-# BD twin answered 6 of the hand-written set's 7 requests for a held-out one ("tuxedo",
-# "tracksuit") about a "t-shirt" or a misspelt word, as it named streets before.
+# BD twin answered all 7 of the hand-written set's requests for a held-out one ("tuxedo",
+# "tracksuit") about a "t-shirt", a "tie" or a misspelt word, as it named streets before.
 MADE_UP_KINDS = ("name", "address", "course", "unknown_style")
 # A made-up course code's letters: consonants only, so no code spells a word or a subject (every
 # subject has a vowel). The 108 subject codes alone let a model recall a code it has seen rather
