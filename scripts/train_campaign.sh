@@ -32,11 +32,13 @@ threads=${THREADS:-$(nproc)}
 # (tests/training/test_handwritten_excluded.py; v14 is drawn by the generator of commit 29b61f1);
 # v16 adds requests that leave out what their tool needs and the detail given next (world/asking.py)
 # and everyday wording for a third of the single requests (world/casual.py); v17 makes up half the
-# training clothes the shop never sells, as names are (world/entities.py MADE_UP_KINDS).
-# Stages 2 and 3 trained on v11, stage 4 on v12, stages 5 and 6 on v13, stage 7 on v14, stage 8 on v16
+# training clothes the shop never sells, as names are (world/entities.py MADE_UP_KINDS); v18 adds a
+# third round of follow-up wording where the BD twin asked for what it had (world/followups.py _WIDER_V18).
+# Stages 2 and 3 trained on v11, stage 4 on v12, stages 5 and 6 on v13, stage 7 on v14, stage 8 on v16,
+# stage 9 on v17
 # (CORPUS_VERSION=12 resumes stage 4 on its own data; an older version drawn now would be the
 # newer generator's draws).
-version=${CORPUS_VERSION:-17}
+version=${CORPUS_VERSION:-18}
 corpus=data/corpus-train-v$version.jsonl
 requests=60000
 [ "$version" -ge 14 ] && requests=36000

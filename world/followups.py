@@ -223,7 +223,40 @@ _WIDER_V14: dict[str, tuple[str, ...]] = {
         "Perfect, I'm finished.", "You were very helpful, bye.", "Alright, no more for today.", "Many thanks, see you.",
         "Terrific, nothing further.", "Splendid, that's the lot."),
 }
-WIDER: dict[str, tuple[str, ...]] = {intent: frames + _WIDER_V14[intent] for intent, frames in _WIDER_V12.items()}
+
+# Corpus v18 (issue 49, after stage 8): a third round for the lessons the BD twin still misses most
+# on the held-out conversations (stage 8: the same course for someone else 2 / 9, where the AR twin
+# has 9 / 9; a total of the listed amounts 5 / 10; an earlier customer's invoices 0 / 4), and more
+# shapes for the size, "more of it" and another course. In most of those misses the twin asked for
+# what the request had given or the history held ("Please give the student name."): each frame
+# here names the new person or leans on "it", "those", "them" so that the answer is a call, never
+# a question. Written fresh; the five-word test and the near-copy check hold.
+_WIDER_V18: dict[str, tuple[str, ...]] = {
+    "follow_course_same": ("{name} is keen on the same course.", "Could you fit {name} into it as well?",
+        "{name} wants in on that one too.", "Enrol {name} on the same one, please.",
+        "{name} asked to be signed up for it too.", "Sign {name} up as well, same code.",
+        "One more student for that course: {name}.", "{name} needs a spot on it too.",
+        "Can we squeeze {name} in there as well?", "Another one for it: {name}."),
+    "follow_sum_those": ("Add the lot up for me.", "Can I get a single total for those?", "How much is that all told?",
+        "Put those together, what's the sum?", "What's the figure if you add them?", "Those amounts - total please.",
+        "Sum that list for me.", "Now a total of those, thanks."),
+    "follow_find_invoices": ("Are there any {status} bills for {obj}?", "Bring up {pos} {status} invoices too.",
+        "Show everything we've billed {obj}.", "I'd like to see {pos} invoices now.",
+        "Anything {status} under {pos} name?", "Let me see the invoices for {obj}.",
+        "Which {status} invoices belong to {obj}?", "Now over to {pos} invoices."),
+    "follow_unpaid_total": ("What's the unpaid sum for {obj}?", "What money is owed by {obj}?",
+        "Work out {pos} outstanding total.", "What's left for {obj} to pay?", "And {pos} balance due?",
+        "How much is still open for {obj}?"),
+    "follow_size": ("Too small for me, is there a {size}?", "Check for a {size} one, please.",
+        "Any chance of a {size}?", "{size} is what I wear, look again.", "Hmm, what if I go for {size}?",
+        "Is a {size} available?"),
+    "follow_add_more": ("Add {qty} more to that, please.", "Let's have {qty} more.", "Put in another {qty} of it.",
+        "I'll need {qty} further ones.", "Top it up with {qty} more."),
+    "follow_course": ("Can {subj} take {course} too?", "{course} for {obj} too, if you would.",
+        "Put {obj} into {course} next.", "Please enrol {obj} for {course}."),
+}
+WIDER: dict[str, tuple[str, ...]] = {intent: frames + _WIDER_V14[intent] + _WIDER_V18.get(intent, ())
+                                     for intent, frames in _WIDER_V12.items()}
 
 # what a pronoun frame may say for a customer or a student: (object, subject, possessive)
 PRONOUNS = (("her", "she", "her"), ("him", "he", "his"), ("them", "they", "their"))
