@@ -33,7 +33,8 @@ threads=${THREADS:-$(nproc)}
 # v16 adds requests that leave out what their tool needs and the detail given next (world/asking.py)
 # and everyday wording for a third of the single requests (world/casual.py); v17 makes up half the
 # training clothes the shop never sells, as names are (world/entities.py MADE_UP_KINDS); v18 adds a
-# third round of follow-up wording where the BD twin asked for what it had (world/followups.py _WIDER_V18).
+# third round of follow-up wording where the BD twin asked for what it had (world/followups.py _WIDER_V18)
+# and draws fewer requests that leave something out (world/conversations.py ASK_WEIGHT 3 -> 2).
 # Stages 2 and 3 trained on v11, stage 4 on v12, stages 5 and 6 on v13, stage 7 on v14, stage 8 on v16,
 # stage 9 on v17
 # (CORPUS_VERSION=12 resumes stage 4 on its own data; an older version drawn now would be the
