@@ -51,7 +51,7 @@ TURN_WEIGHTS = {1: 2, 2: 3, 3: 3, 4: 2, 5: 1, 6: 1}    # requests per corpus con
 # fresh request is drawn from (~7 % of fresh requests); both twins then answered requests that left
 # nothing out with an ask ("get me a train ticket" -> "Please give the course code.", stage 9's AR
 # twin; "Are you ChatGPT?" -> "Please give the size.", stage 8's BD twin; held-out follow-ups "Please
-# give the student name."), so v18 gives it 2 of 41 (~5 %, ~220 per asked intent)
+# give the student name."), so v18 gives it 2 of 41 (~200 asks per asked intent, 3.0 % of requests, was 4.5 %)
 ASK_WEIGHT = 2
 SUPPLY_SHARE = 0.8          # of requests after an ask_missing answer that give what it asked for
 CART_INTENTS = ("shop_checkout", "shop_missing_info", "shop_cart_total")
