@@ -47,11 +47,9 @@ CLOSING_SHARE = 0.3         # of conversations that end with a thank-you
 TEE_SHARE = 0.09
 TURN_WEIGHTS = {1: 2, 2: 3, 3: 3, 4: 2, 5: 1, 6: 1}    # requests per corpus conversation
 # a request that leaves something out (asking.ASK), in the grammar's `train` wording only (corpus v16;
-# issue 49's "asking for what is missing, then using it"). v16 and v17 gave it 3 of the 42 entries a
-# fresh request is drawn from (~7 % of fresh requests); both twins then answered requests that left
-# nothing out with an ask ("get me a train ticket" -> "Please give the course code.", stage 9's AR
-# twin; "Are you ChatGPT?" -> "Please give the size.", stage 8's BD twin; held-out follow-ups "Please
-# give the student name."), so v18 gives it 2 of 41 (~200 asks per asked intent, 3.0 % of requests, was 4.5 %)
+# issue 49's "asking for what is missing, then using it"): 2 of the 41 entries a fresh request is
+# drawn from (3.0 % of corpus v18's conversation requests). At 3 (v16, v17) both twins answered
+# requests that left nothing out with an ask (models/README.md, stage 9).
 ASK_WEIGHT = 2
 SUPPLY_SHARE = 0.8          # of requests after an ask_missing answer that give what it asked for
 CART_INTENTS = ("shop_checkout", "shop_missing_info", "shop_cart_total")
