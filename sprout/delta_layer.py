@@ -185,13 +185,21 @@ def conv_shifted(full: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 
 def conv_depthwise(full: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """The same sum as `conv_shifted` as one depthwise F.conv1d (a cross-correlation, so the
-    taps keep their order): its backward is one kernel per input, with no per-tap buffers."""
+    """The same sum as `conv_shifted` as one depthwise convolution (a cross-correlation, so the
+    taps keep their order): its backward is one kernel per input, with no per-tap buffers.
+    (..., L, ch) contiguous already is the channels-last (NHWC) layout of an (N, ch, 1, L) image,
+    so the conv runs as conv2d on that view with no copy; oneDNN's depthwise kernels are 2-3x
+    faster there than conv1d's channels-first ones, forward and backward. It runs in fp32 even
+    under bf16 autocast: with bf16 operands the same conv was 2x slower on an AMX CPU
+    (models/README.md, "The training campaign")."""
     *lead, length, ch = full.shape
     width = weight.shape[1]
-    x = full.reshape(-1, length, ch).transpose(1, 2)                   # (N, ch, n+width-1)
-    out = F.conv1d(x, weight[:, None, :], groups=ch)                   # (N, ch, n)
-    return out.transpose(1, 2).reshape(*lead, length - width + 1, ch)
+    dtype = torch.promote_types(full.dtype, torch.float32)           # fp32, or fp64 in the tests
+    with torch.autocast(full.device.type, enabled=False):
+        x = full.to(dtype).reshape(-1, length, ch).transpose(1, 2).unsqueeze(2)    # (N, ch, 1, L)
+        w = weight.to(dtype)[:, None, None, :].contiguous(memory_format=torch.channels_last)
+        out = F.conv2d(x, w, groups=ch)                                           # (N, ch, 1, n)
+    return out.squeeze(2).transpose(1, 2).reshape(*lead, length - width + 1, ch).to(full.dtype)
 
 
 def _chunk_of(starts: torch.Tensor, num_states: int) -> tuple[torch.Tensor, torch.Tensor]:

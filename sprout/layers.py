@@ -125,11 +125,12 @@ def _blocks_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: At
     B, NB, C, H, D = q.shape
     T = ctx.keys.shape[2]
     scale = D**-0.5
+    q = q * scale                        # on the queries, not on the T-wide logits: D wide, not T
     q_rows = q.reshape(B, NB * C, H, D).transpose(1, 2)                        # (B, H, NB*C, D)
-    to_clean = q_rows @ ctx.keys.transpose(-1, -2) * scale                     # (B, H, NB*C, T)
+    to_clean = q_rows @ ctx.keys.transpose(-1, -2)                             # (B, H, NB*C, T)
     to_clean = to_clean.masked_fill(~ctx.allowed.repeat_interleave(C, dim=1)[:, None], float("-inf"))
     qb, kb, vb = (t.permute(0, 1, 3, 2, 4) for t in (q, k, v))                # (B, NB, H, C, D)
-    to_block = (qb @ kb.transpose(-1, -2) * scale).transpose(1, 2).reshape(B, H, NB * C, C)
+    to_block = (qb @ kb.transpose(-1, -2)).transpose(1, 2).reshape(B, H, NB * C, C)
     p = torch.softmax(torch.cat([to_clean, to_block], -1), -1)                 # (B, H, NB*C, T+C)
     from_block = p[..., T:].reshape(B, H, NB, C, C).transpose(1, 2) @ vb       # (B, NB, H, C, D)
     o = p[..., :T] @ ctx.values + from_block.transpose(1, 2).reshape(B, H, NB * C, D)
