@@ -7,9 +7,9 @@ The paths:
 - before: the G layers' conv as shifted multiply-adds (each tap's backward zero-fills a gradient
   of its whole input), the noisy blocks' attention as one dense masked product, the output head
   over every row, fp32;
-- fast: the conv as one depthwise F.conv1d, the attention per block, the head only over rows
-  that carry a target, and bf16 autocast where the CPU has bf16 matrix units
-  (training/precision.py; fp32 elsewhere).
+- fast: the conv as one depthwise convolution (sprout/delta_layer.py conv_depthwise), the
+  attention per block, the head only over rows that carry a target, and bf16 autocast where the
+  CPU has bf16 matrix units (training/precision.py; fp32 elsewhere).
 Both paths run the same batches, those training makes now (BD's sorted by reply length too,
 which training/data.py measures on its own as rows per real token).
 Each path starts from the shipped weights (models/sprout-<twin>) with a fresh AdamW and the

@@ -50,7 +50,7 @@ class GatedDeltaLayer(nn.Module):
         self.block_logit_scale = nn.Parameter(torch.full((cfg.num_heads,), math.log(cfg.head_dim**0.5)))
         self.hist_bias = nn.Parameter(torch.zeros(cfg.num_heads))
         self.hist_lambda = nn.Parameter(torch.ones(cfg.num_heads))
-        # the conv in training: "depthwise" (F.conv1d), or "shifted", the form decoding uses
+        # the conv in training: "depthwise" (one convolution), or "shifted", the form decoding uses
         # (bench/train.py times the two)
         self.train_conv = "depthwise"
 
