@@ -188,10 +188,10 @@ def conv_depthwise(full: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """The same sum as `conv_shifted` as one depthwise convolution (a cross-correlation, so the
     taps keep their order): its backward is one kernel per input, with no per-tap buffers.
     (..., L, ch) contiguous already is the channels-last (NHWC) layout of an (N, ch, 1, L) image,
-    so the conv runs as conv2d on that view with no copy; oneDNN's depthwise kernels are 2-3x
-    faster there than conv1d's channels-first ones, forward and backward. It runs in fp32 even
-    under bf16 autocast: with bf16 operands the same conv was 2x slower on an AMX CPU
-    (models/README.md, "The training campaign")."""
+    so the conv runs as conv2d on that view with no copy; oneDNN's depthwise kernels were 2-3x
+    faster there than conv1d's channels-first ones, forward and backward, in fp32 on an Intel
+    Xeon. It runs in fp32 even under bf16 autocast: with bf16 operands the same conv was 2x
+    slower on that AMX CPU (models/README.md, "The training campaign")."""
     *lead, length, ch = full.shape
     width = weight.shape[1]
     dtype = torch.promote_types(full.dtype, torch.float32)           # fp32, or fp64 in the tests

@@ -29,6 +29,33 @@ def test_depthwise_conv_equals_the_shifted_conv_outputs_and_gradients(lead, widt
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
 
 
+def test_the_depthwise_conv_under_bf16_autocast_runs_in_fp32_and_keeps_its_input_dtype(monkeypatch):
+    """Under autocast the conv leaves the matrix units' precision: its convolution gets fp32
+    operands (not the bf16 autocast would give it), and it hands back its input's bf16, with
+    gradients for both."""
+    import torch.nn.functional as F
+
+    seen, real = [], F.conv2d
+
+    def watched(x, w, **kw):
+        seen.append((x.dtype, w.dtype, torch.is_autocast_enabled("cpu")))
+        return real(x, w, **kw)
+
+    monkeypatch.setattr(F, "conv2d", watched)
+    gen = torch.Generator().manual_seed(3)
+    full = torch.randn(2, 5, 27, 48, generator=gen).bfloat16().requires_grad_()
+    weight = torch.randn(48, 12, generator=gen, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = conv_depthwise(full, weight)
+    assert seen == [(torch.float32, torch.float32, False)]            # autocast off: no cast to bf16
+    assert out.dtype == torch.bfloat16 and out.shape == (2, 5, 16, 48)
+    want = conv_shifted(full.detach().double(), weight.detach().double())
+    torch.testing.assert_close(out.detach().double(), want, rtol=2**-7, atol=1e-3)   # one bf16 rounding
+    out.float().sum().backward()
+    assert full.grad is not None and full.grad.dtype == torch.bfloat16
+    assert weight.grad is not None and weight.grad.dtype == torch.float32
+
+
 def test_the_layer_takes_the_depthwise_conv_only_when_training_with_gradients(monkeypatch):
     import sprout.delta_layer as delta_layer
 
