@@ -124,8 +124,7 @@ def _blocks_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: At
     form, `blocks_attention_dense`, is the reference (tests/sprout)."""
     B, NB, C, H, D = q.shape
     T = ctx.keys.shape[2]
-    scale = D**-0.5
-    q = q * scale                        # on the queries, not on the T-wide logits: D wide, not T
+    q = q * D**-0.5                      # the scale on the queries (D wide), not on the logits (T wide)
     q_rows = q.reshape(B, NB * C, H, D).transpose(1, 2)                        # (B, H, NB*C, D)
     to_clean = q_rows @ ctx.keys.transpose(-1, -2)                             # (B, H, NB*C, T)
     to_clean = to_clean.masked_fill(~ctx.allowed.repeat_interleave(C, dim=1)[:, None], float("-inf"))

@@ -4,6 +4,7 @@ of a whole BD and AR step), and the precision a run picks from the CPU's flags."
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from sprout.delta_layer import conv_depthwise, conv_shifted
 from tests.sprout.helpers import corpus_texts, special_ids, tiny_sprout, tiny_tokenizer
@@ -33,8 +34,6 @@ def test_the_depthwise_conv_under_bf16_autocast_runs_in_fp32_and_keeps_its_input
     """Under autocast the conv leaves the matrix units' precision: its convolution gets fp32
     operands (not the bf16 autocast would give it), and it hands back its input's bf16, with
     gradients for both."""
-    import torch.nn.functional as F
-
     seen, real = [], F.conv2d
 
     def watched(x, w, **kw):
