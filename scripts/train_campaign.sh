@@ -34,12 +34,13 @@ threads=${THREADS:-$(nproc)}
 # and everyday wording for a third of the single requests (world/casual.py); v17 makes up half the
 # training clothes the shop never sells, as names are (world/entities.py MADE_UP_KINDS); v18 adds a
 # third round of follow-up wording where the BD twin asked for what it had (world/followups.py _WIDER_V18)
-# and draws fewer requests that leave something out (world/conversations.py ASK_WEIGHT 3 -> 2).
+# and draws fewer requests that leave something out (world/conversations.py ASK_WEIGHT 3 -> 2);
+# v19 a fourth round, in the words stage 10 misread ("class", "give me", "in total": _WIDER_V19).
 # Stages 2 and 3 trained on v11, stage 4 on v12, stages 5 and 6 on v13, stage 7 on v14, stage 8 on v16,
-# stage 9 on v17
+# stage 9 on v17, stage 10 on v18, stage 11 on v19
 # (CORPUS_VERSION=12 resumes stage 4 on its own data; an older version drawn now would be the
 # newer generator's draws).
-version=${CORPUS_VERSION:-18}
+version=${CORPUS_VERSION:-19}
 corpus=data/corpus-train-v$version.jsonl
 requests=60000
 [ "$version" -ge 14 ] && requests=36000

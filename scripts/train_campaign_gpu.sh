@@ -20,7 +20,7 @@ shards=${SHARDS:-8}
 rows=${ROWS:-36000}        # single requests in all, split over the shards (36,000 from v14)
 talks=${TALKS:-24000}      # conversations in all
 export SPROUT_TRITON=0     # training and validation on the torch kernels (the Triton ones are forward-only)
-corpus=data/corpus-train-v18-sharded.jsonl   # v18: scripts/train_campaign.sh says what each version added
+corpus=data/corpus-train-v19-sharded.jsonl   # v19: scripts/train_campaign.sh says what each version added
 if [ ! -f $corpus ]; then
   mkdir -p data
   for i in $(seq 0 $((shards - 1))); do

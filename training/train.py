@@ -118,7 +118,8 @@ def parser() -> argparse.ArgumentParser:
                    help="with --init-from: widen the G layers' short conv to this many tokens (new taps zero)")
     cli.add_argument("--threads", type=int, default=None)
     cli.add_argument("--precision", choices=precisions.PRECISIONS, default="auto",
-                   help="matrix products in bf16 (autocast, fp32 master weights) or fp32; auto takes bf16 where "
+                   help="bf16 (a bf16 compute copy of fp32 master weights), bf16-autocast (fp32 weights cast at "
+                        "each product) or fp32; auto takes bf16 where "
                         "the device has bf16 matrix units (training/precision.py)")
     cli.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved for the CPU either way)")
     cli.add_argument("--seed", type=int, default=0)
@@ -216,6 +217,8 @@ class TrainingRun:
         self.precision = precisions.choose(args.precision, device)
         self.step, self.best, self.tokens_seen, self.seconds_before = 0, None, 0, 0.0
         self.resume(device)
+        # what the steps compute with: the model itself, or its bf16 copy (training/precision.py)
+        self.weights = precisions.ComputeCopy(model, self.precision)
         self.examples = encode_texts(texts, tokenizer, untrained)
         val_texts, val_untrained = read_corpus(val_corpus)
         self.val_examples = encode_texts(val_texts[:200], tokenizer, val_untrained[:200])
@@ -265,15 +268,15 @@ class TrainingRun:
 
     def losses(self, batch: list[Example]) -> tuple[torch.Tensor, int, torch.Tensor | None, torch.Tensor | None]:
         """The twin's loss and target count, and the read-out losses when they are on."""
-        args, readout = self.args, self.readout
-        with (readout.capture(self.model) if readout is not None else contextlib.nullcontext(),
+        args, readout, model = self.args, self.readout, self.weights.compute
+        with (readout.capture(model) if readout is not None else contextlib.nullcontext(),
               precisions.autocast(self.precision, self.device)):
             if args.twin == "ar":
-                loss, targets = loss_ar(self.model, batch, self.ids, args.focus_weight, args.decision_weight)
+                loss, targets = loss_ar(model, batch, self.ids, args.focus_weight, args.decision_weight)
             else:
-                sizes = self.model.config.block_sizes
+                sizes = model.config.block_sizes
                 block = sizes[int(torch.randint(len(sizes), (1,), generator=self.gen))]
-                loss, targets = loss_bd(self.model, batch, self.ids, block, self.gen, args.complementary,
+                loss, targets = loss_bd(model, batch, self.ids, block, self.gen, args.complementary,
                                         args.ar_weight, args.focus_weight, args.decision_weight,
                                         on_blocks=readout.see_blocks if readout is not None else None,
                                         shifted_share=args.shifted_blocks)
@@ -293,8 +296,10 @@ class TrainingRun:
             total = total + self.args.row_match_weight * match
         self.opt.zero_grad(set_to_none=True)
         total.backward()
+        self.weights.gradients_to_master()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.opt.step()
+        self.weights.refresh()
         self.step += 1
         self.tokens_seen += sum(len(ex.ids) for ex in batch)
         return {"loss": round(total.item(), 4), "target_tokens": targets,
@@ -346,7 +351,7 @@ class TrainingRun:
                   "precision": self.precision.name, "precision_reason": self.precision.reason})
         bar = tqdm(total=hparams["max_steps"], initial=self.step, desc=f"sprout-{self.args.twin}", file=sys.stderr,
                    mininterval=5)
-        self.model.train()
+        self.weights.train()
         last_save = window_start = time.time()
         window_tokens = 0
         while not self.finished():

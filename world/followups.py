@@ -255,7 +255,43 @@ _WIDER_V18: dict[str, tuple[str, ...]] = {
     "follow_course": ("Can {subj} take {course} too?", "{course} for {obj} too, if you would.",
         "Put {obj} into {course} next.", "Please enrol {obj} for {course}."),
 }
+
+# Corpus v19 (issue 49, after stage 10): a fourth round for the lessons stage 10's BD twin missed
+# most on the held-out conversations: the same course for someone else (2 / 9: it asked "Please
+# give the course code." though the history held it, when the request said "class" or opened with
+# the name), a total of the listed amounts (3 / 10: "Give me ..." read as a customer called Give),
+# the unpaid total of an earlier customer (1 / 5: read as the cart's total, or as the paid
+# invoices when the request said "hasn't paid"), and that customer's invoices (2 / 4). Each frame
+# here is a call the history answers, in the words that misled it ("class", "join", "give me",
+# "in total", "hasn't paid", "on file"), in shapes of their own. Written fresh; the five-word test
+# and the near-copy check hold.
+_WIDER_V19: dict[str, tuple[str, ...]] = {
+    "follow_course_same": ("{name} wants to join that class too.", "Could {name} join the same class?",
+        "Add {name} to that class as well.", "{name} would like a seat in that class too.",
+        "Put {name} in the same class, please.", "{name} also wants that class.", "Enrol {name} in that class too.",
+        "{name} is coming to that class as well.", "Same class for one more: {name}.",
+        "{name} will join too, same class.", "Let {name} join it as well.", "Can {name} come to that one too?"),
+    "follow_sum_those": ("Give me the total of them.", "Give me a single number for those.",
+        "Give me the sum of all of them.", "One number for all of those, please.", "All of them combined, how much?",
+        "Tell me what those come to.", "Work out the total of that list.", "What's that list worth in total?",
+        "Total that list, please.", "Let me have one sum for them all.", "What do they all come to together?"),
+    "follow_unpaid_total": ("In total, what does {subj} still have to pay?", "So how much is {subj} behind in total?",
+        "What's outstanding from {obj} in total?", "Tally what {subj} owes us.",
+        "Add up everything {subj} hasn't paid.", "Sum up what {subj} hasn't paid yet.",
+        "How much does {subj} owe us altogether?", "So what is {subj} still owing in all?",
+        "Give me {pos} unpaid total."),
+    "follow_find_invoices": ("Does {subj} have any {status} ones on file?", "Is there anything {status} for {obj}?",
+        "What's on file for {obj}?", "Check which {status} invoices {subj} has.", "Any bills on record for {obj}?",
+        "Next, what invoices has {subj} got?", "Give me {pos} {status} invoices."),
+    "follow_add_more": ("Could I have {qty} extra?", "Could you add {qty} more?", "I'd like {qty} extra ones.",
+        "Could I get {qty} of them on top?", "Give me {qty} more of those."),
+    "follow_checkout": ("Oh, I forgot: the {label} is {value}.", "My {label} should be {value}.",
+        "Forgot to say, {label} {value}.", "Missed that: {value} is the {label}."),
+    "closing": ("Brilliant, I'm done.", "That's all from me.", "Lovely, nothing more needed.",
+        "Great, no further requests.", "Marvellous, that will do."),
+}
 WIDER: dict[str, tuple[str, ...]] = {intent: frames + _WIDER_V14[intent] + _WIDER_V18.get(intent, ())
+                                     + _WIDER_V19.get(intent, ())
                                      for intent, frames in _WIDER_V12.items()}
 
 # what a pronoun frame may say for a customer or a student: (object, subject, possessive)

@@ -1,6 +1,9 @@
 """The fast training path equals the path it replaced: the depthwise conv and the shifted one
 (outputs and gradients), the output head on target rows and on every row (losses and gradients
-of a whole BD and AR step), and the precision a run picks from the CPU's flags."""
+of a whole BD and AR step), the precision a run picks from the CPU's flags, and the bf16 compute
+copy's step against the autocast step it replaces."""
+
+import copy
 
 import pytest
 import torch
@@ -146,21 +149,24 @@ AVX512_BF16 = "flags\t\t: avx2 avx512f avx512_bf16\n"
 
 
 @pytest.mark.parametrize("cpuinfo, requested, want", [
-    (XEON, "auto", torch.bfloat16),
-    (AMD, "auto", torch.float32),
-    (AVX512_BF16, "auto", torch.float32),
-    (AMD, "bf16", torch.bfloat16),
-    (XEON, "fp32", torch.float32),
-], ids=["amx-auto", "no-units-auto", "avx512bf16-auto", "forced-bf16", "forced-fp32"])
+    (XEON, "auto", "bf16"),
+    (AMD, "auto", "fp32"),
+    (AVX512_BF16, "auto", "fp32"),
+    (AMD, "bf16", "bf16"),
+    (XEON, "bf16-autocast", "bf16-autocast"),
+    (XEON, "fp32", "fp32"),
+], ids=["amx-auto", "no-units-auto", "avx512bf16-auto", "forced-bf16", "forced-autocast", "forced-fp32"])
 def test_the_precision_follows_the_cpus_bf16_matrix_units(cpuinfo, requested, want):
     chosen = precision.choose(requested, torch.device("cpu"), precision.cpu_flags(cpuinfo))
-    assert chosen.dtype == want
+    assert chosen.name == want
+    assert chosen.dtype == (torch.float32 if want == "fp32" else torch.bfloat16)
+    assert chosen.bf16_copy == (want == "bf16")
     assert chosen.reason
 
 
 def test_the_cpu_is_named_and_an_unknown_precision_is_a_sentence():
     assert precision.cpu_name(AMD) == "AMD EPYC"
-    with pytest.raises(ValueError, match="choose one of auto, bf16, fp32"):
+    with pytest.raises(ValueError, match="choose one of auto, bf16, bf16-autocast, fp32"):
         precision.choose("fp8", torch.device("cpu"))
 
 
@@ -168,13 +174,66 @@ def test_a_bf16_autocast_step_keeps_fp32_master_weights():
     tok = tiny_tokenizer()
     model = tiny_sprout(causal=True).train()
     batch = encode_texts(list(corpus_texts()[:2]), tok)
-    chosen = precision.choose("bf16", torch.device("cpu"))
+    chosen = precision.choose("bf16-autocast", torch.device("cpu"))
     with precision.autocast(chosen, torch.device("cpu")):
         loss, _ = loss_ar(model, batch, special_ids(tok))
     loss.backward()
     assert all(p.dtype == torch.float32 and (p.grad is None or p.grad.dtype == torch.float32)
                for p in model.parameters())
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
+
+
+def _one_step(model, weights, chosen, batch, ids):
+    """One SGD step through `weights` (a ComputeCopy of `model`), as training.train takes it."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    gen = torch.Generator().manual_seed(3)
+    with precision.autocast(chosen, torch.device("cpu")):
+        loss, _ = loss_bd(weights.compute, batch, ids, 4, gen, complementary=True, ar_weight=0.5)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    weights.gradients_to_master()
+    opt.step()
+    weights.refresh()
+    return loss
+
+
+def test_a_step_on_the_bf16_copy_moves_the_fp32_master_as_the_autocast_step_does():
+    """The copy computes in bf16 (matrices and norms; the 4-value per-head gates stay fp32), its
+    gradients reach the fp32 master, the optimizer moves the master, and the copy follows it. The
+    master after one step lands where the autocast step puts it, within bf16's rounding."""
+    tok = tiny_tokenizer()
+    ids = special_ids(tok)
+    batch = encode_texts(list(corpus_texts()[:3]), tok)
+    start = tiny_sprout(causal=False)
+    masters, losses = [], []
+    for name in ("bf16-autocast", "bf16"):
+        chosen = precision.choose(name, torch.device("cpu"))
+        model = copy.deepcopy(start).train()
+        weights = precision.ComputeCopy(model, chosen)
+        assert weights.separate == (name == "bf16")
+        if weights.separate:
+            dtypes = {n: p.dtype for n, p in weights.compute.named_parameters()}
+            assert dtypes["blocks.0.mixer.qkv.weight"] == torch.bfloat16
+            assert dtypes["blocks.0.norm1.weight"] == torch.bfloat16
+            assert dtypes["blocks.0.mixer.A_log"] == torch.float32
+        losses.append(_one_step(model, weights, chosen, batch, ids).item())
+        assert all(p.dtype == torch.float32 and p.grad is not None and p.grad.dtype == torch.float32
+                   for p in model.parameters())
+        assert all(p.grad is None for p in weights.compute.parameters()) or not weights.separate
+        for master, comp in zip(model.parameters(), weights.compute.parameters()):
+            torch.testing.assert_close(comp.float(), master, rtol=1 / 128, atol=1e-6)   # follows the step
+        masters.append(model)
+    assert losses[1] == pytest.approx(losses[0], rel=0.03)
+    moved = [(a - s).norm() for a, s in zip(masters[0].parameters(), start.parameters())]
+    apart = [(b - a).norm() for a, b in zip(masters[0].parameters(), masters[1].parameters())]
+    assert sum(moved) > 0
+    assert sum(apart) < 0.1 * sum(moved)          # the two steps agree to within a tenth of the move
+
+
+def test_fp32_computes_with_the_master_itself():
+    model = tiny_sprout(causal=True)
+    weights = precision.ComputeCopy(model, precision.choose("fp32", torch.device("cpu")))
+    assert weights.compute is model and not weights.separate
 
 
 def test_the_per_block_attention_equals_the_dense_masked_one_outputs_and_gradients():

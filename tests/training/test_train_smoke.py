@@ -167,3 +167,27 @@ def test_a_token_weight_raises_the_loss_by_those_tokens_share(field):
     marked_ce = sum(ce[b, p - 1] for b, ex in enumerate(batch) for p in getattr(ex, field))
     assert sum(len(getattr(ex, field)) for ex in batch) > 0
     torch.testing.assert_close(weighted - plain, 2.0 * marked_ce / n)
+
+
+@pytest.mark.parametrize("requested", ["bf16", "fp32"])
+def test_a_run_on_the_bf16_copy_trains_saves_fp32_masters_and_resumes(tmp_path, requested):
+    """--precision bf16 (forced here, whatever the CPU) computes on a bf16 copy; the state and the
+    folder hold the fp32 master, the read-out heads train, and a resumed run goes on moving it."""
+    out = tmp_path / "sprout-bd"
+    common = ["--twin", "bd", "--out", str(out), "--precision", requested, "--row-colour-weight", "0.1"]
+    run(tmp_path, *common, "--max-steps", "2")
+    state_path = tmp_path / "runs" / "sprout-bd" / "state.pt"
+    first = torch.load(state_path, weights_only=False)
+    assert all(t.dtype == torch.float32 for t in first["model"].values())
+    assert all(t.dtype == torch.float32 for t in first["readout"].values())
+    log = [json.loads(line) for line in (tmp_path / "runs" / "sprout-bd" / "log.jsonl").read_text().splitlines()]
+    assert log[0]["precision"] == requested
+    folder = SproutModel.from_pretrained(out, dtype=torch.float32).state_dict()
+    # the folder is the master rounded to bf16 once (the copy's own rounding would keep A_log in fp32)
+    assert all(torch.equal(folder[k], first["model"][k].to(torch.bfloat16).float()) for k in folder)
+
+    run(tmp_path, *common, "--max-steps", "4")                                # resumes at step 2
+    second = torch.load(state_path, weights_only=False)
+    assert second["step"] == 4
+    moved = sum((second["model"][k] - first["model"][k]).abs().sum() for k in first["model"])
+    assert torch.isfinite(moved) and moved > 0
