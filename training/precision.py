@@ -13,9 +13,10 @@ Two bf16 paths, both with fp32 master weights and optimizer state:
   bf16 gradients become the master's fp32 ones, the optimizer steps the master, and the copy is
   refreshed from it. The per-head gate and scale parameters (A_log, dt_bias, the history logit's
   bias and slope: 4 values each) stay fp32 in the copy: a decay a = 0.99 rounded to bf16's 8
-  mantissa bits could be 0.988 or 0.992, a memory of ~100 tokens against ~80 or ~130.
-  Measured on the AMX Xeon, one thread, 4-8 steps of the probe corpus: BD 1.32x and AR 1.21x the
-  autocast path's tokens/CPU-s, losses within 1 % step by step (models/README.md has bench train).
+  mantissa bits could be 0.988 or 0.992, a memory of ~100 tokens against ~85 or ~125.
+  Measured on the AMX Xeon, one thread (`python -m bench train`, 40 steps, the paths in turn):
+  BD 1.11x and AR 1.13x the autocast path's tokens/CPU-s (models/README.md). On a GPU auto takes
+  the copy too; no GPU has measured it yet.
 
 bf16 pays only where the hardware multiplies bf16 natively:
 - Intel AMX (`amx_bf16`): a 4096 x 256 @ 256 x 256 product ran at ~940 GFLOP/s in bf16
@@ -114,11 +115,11 @@ class ComputeCopy:
     Without a bf16 copy the two are one module and every method is a no-op, so the training loop
     reads the same either way:
 
-        loss = f(copy.compute)            # forward under `autocast`
+        loss = f(weights.compute)         # forward under `autocast`
         loss.backward()
-        copy.gradients_to_master()        # the master's .grad, fp32
+        weights.gradients_to_master()     # the master's .grad, fp32
         clip, optimizer.step()            # on the master
-        copy.refresh()                    # the compute weights follow the master
+        weights.refresh()                 # the compute weights follow the master
     """
 
     def __init__(self, master: torch.nn.Module, precision: Precision):
