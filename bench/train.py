@@ -12,7 +12,7 @@ The paths:
   matrix units, a bf16 compute copy of fp32 master weights (training/precision.py; fp32 elsewhere);
 - autocast, only where the CPU has them: the fast path with bf16 autocast of fp32 weights
   instead of the copy (the fast path of stages 10 and 11), so the copy's own gain is printed too.
-Both paths run the same batches, those training makes now (BD's sorted by reply length too,
+All paths run the same batches, those training makes now (BD's sorted by reply length too,
 which training/data.py measures on its own as rows per real token).
 Each path starts from the shipped weights (models/sprout-<twin>) with a fresh AdamW and the
 same seeded noise, and runs the same N batches; the paths take turns, batch by batch, so that a
