@@ -93,12 +93,7 @@ class PathRun:
         with head_rows(self.rows):
             with precisions.autocast(self.chosen, self.device):
                 loss = self.loss_of(batch, self.weights.compute)
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            self.weights.gradients_to_master()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            self.opt.step()
-            self.weights.refresh()
+            self.weights.step(loss, self.opt)
             self.losses.append(loss.item())
         self.cpu += time.process_time() - cpu0
         self.wall += time.perf_counter() - wall0

@@ -112,14 +112,12 @@ def autocast(precision: Precision, device: torch.device):
 class ComputeCopy:
     """The module a training step computes with, and the fp32 master module the optimizer owns.
 
-    Without a bf16 copy the two are one module and every method is a no-op, so the training loop
-    reads the same either way:
+    Without a bf16 copy the two are one module and the copy's bookkeeping is a no-op, so the
+    training loop reads the same either way:
 
-        loss = f(weights.compute)         # forward under `autocast`
-        loss.backward()
-        weights.gradients_to_master()     # the master's .grad, fp32
-        clip, optimizer.step()            # on the master
-        weights.refresh()                 # the compute weights follow the master
+        with autocast(precision, device):
+            loss = f(weights.compute)
+        weights.step(loss, optimizer)     # backward, fp32 gradients, clip, step, refresh
     """
 
     def __init__(self, master: torch.nn.Module, precision: Precision):
@@ -153,6 +151,16 @@ class ComputeCopy:
             return
         for master, comp in self._pairs():
             comp.copy_(master)
+
+    def step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, max_norm: float = 1.0) -> None:
+        """One optimizer step from `loss`: backward through the compute weights, their gradients
+        onto the master, the master's norm clipped to `max_norm`, the step, the copy refreshed."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.gradients_to_master()
+        torch.nn.utils.clip_grad_norm_(self.master.parameters(), max_norm)
+        optimizer.step()
+        self.refresh()
 
     def train(self, mode: bool = True) -> None:
         self.master.train(mode)

@@ -294,12 +294,7 @@ class TrainingRun:
             total = total + self.args.row_colour_weight * colour
         if match is not None:
             total = total + self.args.row_match_weight * match
-        self.opt.zero_grad(set_to_none=True)
-        total.backward()
-        self.weights.gradients_to_master()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
-        self.weights.refresh()
+        self.weights.step(total, self.opt)
         self.step += 1
         self.tokens_seen += sum(len(ex.ids) for ex in batch)
         return {"loss": round(total.item(), 4), "target_tokens": targets,

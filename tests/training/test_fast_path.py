@@ -189,11 +189,7 @@ def _one_step(model, weights, chosen, batch, ids):
     gen = torch.Generator().manual_seed(3)
     with precision.autocast(chosen, torch.device("cpu")):
         loss, _ = loss_bd(weights.compute, batch, ids, 4, gen, complementary=True, ar_weight=0.5)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    weights.gradients_to_master()
-    opt.step()
-    weights.refresh()
+    weights.step(loss, opt, max_norm=1e9)          # no clipping: the raw gradients move the master
     return loss
 
 
